@@ -1,0 +1,292 @@
+import { type KeyObject, verify } from 'node:crypto';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import type {
+  AdmitDecision,
+  AdmitRequest,
+  ReleaseRequest,
+  RunToolRequest,
+  RunToolResult,
+  ToolFailureDetails,
+  ToolgateActivities,
+  VerifyDecisionRequest,
+} from '../src/contracts/activity-types.ts';
+import { ToolFailureType } from '../src/contracts/activity-types.ts';
+import { type DecisionVerdict, signedDecisionSchema } from '../src/contracts/approval.ts';
+import { canonicalJson } from '../src/contracts/canonical-json.ts';
+import { defaultPayloadLimits, type PayloadLimits, utf8Length } from '../src/contracts/limits.ts';
+import { type AllowlistPolicy, isToolAllowed } from '../src/policy/allowlist.ts';
+import { authorizeDecision } from '../src/policy/approvers.ts';
+import {
+  type CompensationImplementation,
+  ToolDenied,
+  ToolError,
+  type ToolImplementation,
+} from './tool-implementation.ts';
+
+/** A gate that can refuse a call for load reasons (quotas, breakers). See `src/policy`. */
+export interface AdmissionGate {
+  admit(request: AdmitRequest): AdmitDecision | undefined;
+  release(request: ReleaseRequest): void;
+}
+
+export interface ToolPolicy extends AllowlistPolicy {
+  /** Per-tool approval overrides: who may approve and how long a call waits. */
+  readonly approvals?: Readonly<
+    Record<string, { readonly approvers?: readonly string[]; readonly expiresAfterMs?: number }>
+  >;
+}
+
+export interface OperatorLogger {
+  info(message: string, attributes?: Record<string, unknown>): void;
+  warn(message: string, attributes?: Record<string, unknown>): void;
+  error(message: string, attributes?: Record<string, unknown>): void;
+}
+
+export interface CreateActivitiesOptions {
+  readonly tools: readonly ToolImplementation[];
+  readonly compensations?: readonly CompensationImplementation[];
+  readonly policy: ToolPolicy;
+  /** Public keys of the approval signers; a decision must be signed by one of them. */
+  readonly approvalPublicKeys: readonly KeyObject[];
+  readonly limits?: PayloadLimits;
+  /** How often the executor heartbeats while a tool runs. Cancellation arrives with heartbeats. */
+  readonly heartbeatIntervalMs?: number;
+  readonly decisionMaxAgeMs?: number;
+  readonly admissionGates?: readonly AdmissionGate[];
+  /** Full diagnostics for operators, keyed by call ID. Defaults to the activity logger. */
+  readonly logger?: OperatorLogger;
+}
+
+/**
+ * Builds the activities a toolgate worker registers: admission, decision verification and the
+ * executor that runs a tool with its deadline, heartbeats and AbortSignal.
+ */
+export function createActivities(options: CreateActivitiesOptions): ToolgateActivities {
+  const limits = options.limits ?? defaultPayloadLimits;
+  const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 200;
+  const decisionMaxAgeMs = options.decisionMaxAgeMs ?? 15 * 60 * 1000;
+  const implementations = new Map(options.tools.map((tool) => [tool.contract.name, tool]));
+  const compensations = new Map(
+    (options.compensations ?? []).map((compensation) => [compensation.name, compensation]),
+  );
+  const gates = options.admissionGates ?? [];
+  const logger = (): OperatorLogger => options.logger ?? Context.current().log;
+
+  return {
+    async admitCall(request) {
+      if (!isToolAllowed(options.policy, request.tool, request.context.tenant)) {
+        return {
+          allowed: false,
+          reason: 'NOT_ALLOWED',
+          message: 'This tool is not enabled for you. Use only the tools listed in your tool definitions.',
+        };
+      }
+      let holdsSlot = false;
+      for (const gate of gates) {
+        const decision = gate.admit(request);
+        if (decision && !decision.allowed) {
+          // Hand back what earlier gates took, so a refusal leaves nothing held.
+          if (holdsSlot) for (const earlier of gates.slice(0, gates.indexOf(gate))) earlier.release(request);
+          return decision;
+        }
+        if (decision?.holdsSlot) holdsSlot = true;
+      }
+      const override =
+        options.policy.approvals && Object.hasOwn(options.policy.approvals, request.tool)
+          ? options.policy.approvals[request.tool]
+          : undefined;
+      return {
+        allowed: true,
+        ...(override?.approvers ? { approvers: [...override.approvers] } : {}),
+        ...(override?.expiresAfterMs !== undefined
+          ? { approvalExpiresAfterMs: override.expiresAfterMs }
+          : {}),
+        ...(holdsSlot ? { holdsSlot } : {}),
+      };
+    },
+
+    async releaseCall(request) {
+      for (const gate of gates) gate.release(request);
+    },
+
+    async verifyDecision(request) {
+      return verifySignedDecision(request, options.approvalPublicKeys, decisionMaxAgeMs);
+    },
+
+    async runTool(request) {
+      const context = Context.current();
+      const attempt = context.info.attempt;
+      const compensation = request.compensationOf;
+      const implementation = compensation ? undefined : implementations.get(request.tool);
+      const compensator = compensation ? compensations.get(request.tool) : undefined;
+      if (!implementation && !compensator) {
+        logger().error('no implementation registered for tool', {
+          callId: request.callId,
+          tool: request.tool,
+        });
+        throw failure(
+          ToolFailureType.missingImplementation,
+          'This tool is not available on the executor right now.',
+          {
+            effect: 'none',
+            attempt,
+          },
+        );
+      }
+      const controller = new AbortController();
+      const execution = {
+        input: request.input,
+        signal: controller.signal,
+        key: request.key,
+        callId: request.callId,
+        context: request.context,
+        attempt,
+      };
+      const running = compensator
+        ? compensator.execute({ ...execution, output: compensation!.output })
+        : implementation!.execute(execution);
+
+      const heartbeat = setInterval(() => context.heartbeat({ attempt }), heartbeatIntervalMs);
+      let deadlineTimer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<'deadline'>((resolve) => {
+        deadlineTimer = setTimeout(() => resolve('deadline'), request.timeoutMs);
+      });
+      const onCancel = () => controller.abort(context.cancellationSignal.reason);
+      context.cancellationSignal.addEventListener('abort', onCancel, { once: true });
+      try {
+        const settled = running.then(
+          (value) => ({ ok: true as const, value }),
+          (error: unknown) => ({ ok: false as const, error }),
+        );
+        const outcome = await Promise.race([settled, deadline]);
+        if (outcome === 'deadline') {
+          controller.abort(new Error('deadline'));
+          logger().warn('tool deadline passed', {
+            callId: request.callId,
+            tool: request.tool,
+            timeoutMs: request.timeoutMs,
+            attempt,
+          });
+          // The deadline is the executor's: a tool that ignores its signal does not get more time.
+          throw failure(ToolFailureType.timeout, `The tool did not finish within ${request.timeoutMs} ms.`, {
+            attempt,
+          });
+        }
+        if (context.cancellationSignal.aborted) {
+          // The tool has settled, so it has really stopped: only now report the cancellation.
+          throw context.cancellationSignal.reason instanceof CancelledFailure
+            ? context.cancellationSignal.reason
+            : new CancelledFailure('cancelled');
+        }
+        if (!outcome.ok) throw classifyToolError(outcome.error, request, attempt);
+        const output = outcome.value ?? null;
+        const size = utf8Length(JSON.stringify(output) ?? 'null');
+        if (size > limits.maxOutputBytes) {
+          throw failure(
+            ToolFailureType.outputTooLarge,
+            `The result is ${size} bytes; the limit is ${limits.maxOutputBytes}. Ask for less data (filter, paginate or summarise).`,
+            { attempt },
+          );
+        }
+        return { output, attempt } satisfies RunToolResult;
+      } finally {
+        clearInterval(heartbeat);
+        clearTimeout(deadlineTimer);
+        context.cancellationSignal.removeEventListener('abort', onCancel);
+      }
+    },
+  };
+
+  function classifyToolError(error: unknown, request: RunToolRequest, attempt: number): Error {
+    if (error instanceof ToolDenied) {
+      logger().warn('tool denied at execution time', {
+        callId: request.callId,
+        tool: request.tool,
+        reason: error.reason,
+        message: error.message,
+      });
+      return failure(ToolFailureType.denied, error.message, {
+        effect: 'none',
+        reason: error.reason,
+        attempt,
+      });
+    }
+    // Operators get everything; the model gets only what a ToolError chose to say.
+    logger().error('tool failed', {
+      callId: request.callId,
+      tool: request.tool,
+      attempt,
+      error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+    });
+    if (error instanceof ToolError) {
+      return failure(
+        ToolFailureType.failed,
+        error.message,
+        {
+          ...(error.effect ? { effect: error.effect } : {}),
+          attempt,
+        },
+        !error.retryable,
+      );
+    }
+    return failure(ToolFailureType.failed, 'The tool reported an internal error.', { attempt });
+  }
+}
+
+function failure(
+  type: string,
+  message: string,
+  details: Omit<ToolFailureDetails, 'message'>,
+  nonRetryable = false,
+) {
+  return ApplicationFailure.create({ type, message, details: [{ message, ...details }], nonRetryable });
+}
+
+/**
+ * Verifies a decision's Ed25519 signature against the configured signers, then authorises it.
+ * Anything unexpected is a refusal with a reason, never an exception: the call keeps waiting.
+ */
+export function verifySignedDecision(
+  request: VerifyDecisionRequest,
+  publicKeys: readonly KeyObject[],
+  maxAgeMs: number,
+  nowMs = Date.now(),
+): DecisionVerdict {
+  const parsed = signedDecisionSchema.safeParse(request.payload);
+  if (!parsed.success) {
+    return {
+      accepted: false,
+      reason: 'the decision is not a signed decision',
+      claimedApprover: 'unknown',
+      decision: 'unknown',
+    };
+  }
+  const { claims, signature } = parsed.data;
+  const refuse = (reason: string): DecisionVerdict => ({
+    accepted: false,
+    reason,
+    claimedApprover: claims.approver,
+    decision: claims.decision,
+    nonce: claims.nonce,
+  });
+  const message = Buffer.from(canonicalJson(claims));
+  const signatureBytes = Buffer.from(signature, 'base64');
+  const signedByTrustedKey = publicKeys.some((key) => {
+    try {
+      return verify(null, message, key, signatureBytes);
+    } catch {
+      return false;
+    }
+  });
+  if (!signedByTrustedKey) return refuse('the signature is missing or not from a trusted approval signer');
+  const problem = authorizeDecision({
+    claims,
+    callId: request.callId,
+    fingerprint: request.fingerprint,
+    requester: request.requester,
+    approvers: request.approvers,
+    nowMs,
+    maxAgeMs,
+  });
+  return problem ? refuse(problem) : { accepted: true, claims };
+}

@@ -1,0 +1,79 @@
+import type { z } from 'zod';
+import type { CallContext, CallEffect } from '../src/contracts/call-record.ts';
+import type { ToolContract } from '../src/contracts/define-tool.ts';
+
+/** What a tool's code receives for one attempt. */
+export interface ToolExecution<Input> {
+  /** The validated input. */
+  readonly input: Input;
+  /** Aborted at the executor's deadline or when the caller cancels. Stop promptly when it fires. */
+  readonly signal: AbortSignal;
+  /** The call's idempotency key, the same on every attempt. Pass it on to downstream APIs. */
+  readonly key: string | undefined;
+  readonly callId: string;
+  readonly context: CallContext;
+  /** 1 on the first attempt. */
+  readonly attempt: number;
+}
+
+export interface ToolImplementation {
+  readonly contract: ToolContract;
+  execute(execution: ToolExecution<unknown>): Promise<unknown>;
+}
+
+/** What a compensation receives: the original call's input and output. */
+export interface CompensationExecution<Input> extends ToolExecution<Input> {
+  readonly output: unknown;
+}
+
+export interface CompensationImplementation {
+  readonly name: string;
+  execute(execution: CompensationExecution<unknown>): Promise<unknown>;
+}
+
+/** Binds a contract to the code that does the I/O. */
+export function implementTool<Schema extends z.ZodType>(
+  contract: ToolContract<Schema>,
+  execute: (execution: ToolExecution<z.output<Schema>>) => Promise<unknown>,
+): ToolImplementation {
+  return { contract: contract as unknown as ToolContract, execute: execute as ToolImplementation['execute'] };
+}
+
+/** Declares the code that undoes a reversible tool; its name is the contract's `compensation`. */
+export function implementCompensation<Schema extends z.ZodType>(
+  contract: ToolContract<Schema>,
+  execute: (execution: CompensationExecution<z.output<Schema>>) => Promise<unknown>,
+): CompensationImplementation {
+  if (!contract.compensation)
+    throw new TypeError(`Tool ${contract.name} has no compensation in its contract.`);
+  return { name: contract.compensation, execute: execute as CompensationImplementation['execute'] };
+}
+
+/**
+ * An error a tool raises on purpose. Its message is shown to the model, so it must be safe: no
+ * paths, hosts or secrets. Say `effect: 'none'` when the tool knows it changed nothing, so the key
+ * can be released.
+ */
+export class ToolError extends Error {
+  override readonly name = 'ToolError';
+  readonly effect: CallEffect | undefined;
+  readonly retryable: boolean;
+  constructor(message: string, options: { effect?: CallEffect; retryable?: boolean; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.effect = options.effect;
+    this.retryable = options.retryable ?? true;
+  }
+}
+
+/**
+ * A refusal from an execution-time check (a path that escapes its sandbox, a URL that resolves to a
+ * private address). It always happens before the side effect, so the call ends `denied`.
+ */
+export class ToolDenied extends Error {
+  override readonly name = 'ToolDenied';
+  readonly reason: 'NOT_ALLOWED' | 'INVALID_INPUT';
+  constructor(message: string, reason: 'NOT_ALLOWED' | 'INVALID_INPUT' = 'INVALID_INPUT') {
+    super(message);
+    this.reason = reason;
+  }
+}

@@ -1,0 +1,167 @@
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  addLabel,
+  deleteEverything,
+  readConfig,
+  slowSearch,
+  stubbornSearch,
+  transferFunds,
+  writeReport,
+} from '../../src/tools/example-contracts.ts';
+import { sandboxedPath } from '../safety/sandbox.ts';
+import {
+  type CompensationImplementation,
+  implementCompensation,
+  implementTool,
+  ToolError,
+  type ToolImplementation,
+} from '../tool-implementation.ts';
+import { appendJsonLine } from './side-effect-log.ts';
+
+/** Where the example tools keep their observable state. */
+export interface ExampleToolPaths {
+  readonly dataDir: string;
+  /** Settings read by read_config. */
+  readonly configFile: string;
+  /** The sandbox write_report writes into. */
+  readonly reportsDir: string;
+  /** One line per executed transfer. */
+  readonly ledgerFile: string;
+  /** Labels per item, for add_label and its compensation. */
+  readonly labelsFile: string;
+  /** One line per tool start, stop and abort, for tests and the demo. */
+  readonly executionsFile: string;
+}
+
+export function exampleToolPaths(dataDir: string): ExampleToolPaths {
+  return {
+    dataDir,
+    configFile: join(dataDir, 'config.json'),
+    reportsDir: join(dataDir, 'reports'),
+    ledgerFile: join(dataDir, 'ledger.jsonl'),
+    labelsFile: join(dataDir, 'labels.json'),
+    executionsFile: join(dataDir, 'executions.jsonl'),
+  };
+}
+
+export interface ExampleTools {
+  readonly paths: ExampleToolPaths;
+  readonly tools: readonly ToolImplementation[];
+  readonly compensations: readonly CompensationImplementation[];
+}
+
+/** Builds the example tools over a data directory (created on first use). */
+export function createExampleTools(dataDir: string): ExampleTools {
+  const paths = exampleToolPaths(dataDir);
+  const reports = sandboxedPath(paths.reportsDir);
+  const logExecution = (tool: string, callId: string, event: string, extra: Record<string, unknown> = {}) =>
+    appendJsonLine(paths.executionsFile, { tool, callId, event, ...extra });
+
+  const readLabels = async (): Promise<Record<string, string[]>> => {
+    try {
+      return JSON.parse(await readFile(paths.labelsFile, 'utf8')) as Record<string, string[]>;
+    } catch {
+      return {};
+    }
+  };
+  const writeLabels = async (labels: Record<string, string[]>) => {
+    await mkdir(paths.dataDir, { recursive: true });
+    const temporary = `${paths.labelsFile}.${process.pid}.${Date.now()}.tmp`;
+    await writeFile(temporary, JSON.stringify(labels, null, 2));
+    await rename(temporary, paths.labelsFile);
+  };
+
+  const tools: ToolImplementation[] = [
+    implementTool(readConfig, async ({ input, callId }) => {
+      let settings: Record<string, unknown>;
+      try {
+        settings = JSON.parse(await readFile(paths.configFile, 'utf8')) as Record<string, unknown>;
+      } catch {
+        throw new ToolError('The configuration is not available right now.', { effect: 'none' });
+      }
+      await logExecution('read_config', callId, 'read', { name: input.name });
+      if (!Object.hasOwn(settings, input.name)) {
+        throw new ToolError(`There is no setting named ${input.name}.`, { effect: 'none', retryable: false });
+      }
+      return { name: input.name, value: settings[input.name] };
+    }),
+
+    implementTool(slowSearch, async ({ input, signal, callId }) => {
+      await logExecution('slow_search', callId, 'start');
+      let abortedAtMs: number | undefined;
+      signal.addEventListener('abort', () => {
+        abortedAtMs = Date.now();
+      });
+      try {
+        await sleep(input.delayMs, undefined, { signal });
+      } catch (error) {
+        await logExecution('slow_search', callId, 'stopped', { abortedAtMs, stoppedAtMs: Date.now() });
+        throw error;
+      }
+      await logExecution('slow_search', callId, 'finished');
+      return { query: input.query, hits: [`${input.query} — result 1`, `${input.query} — result 2`] };
+    }),
+
+    implementTool(stubbornSearch, async ({ input, callId }) => {
+      // Deliberately ignores its AbortSignal: the executor's deadline must still end the call.
+      await logExecution('stubborn_search', callId, 'start');
+      await sleep(input.delayMs);
+      await logExecution('stubborn_search', callId, 'finished');
+      return { query: input.query, hits: [] };
+    }),
+
+    implementTool(writeReport, async ({ input, callId, signal }) => {
+      const written = await reports.writeNewFile(input.path, input.content, { signal });
+      await logExecution('write_report', callId, 'wrote', { bytes: Buffer.byteLength(input.content) });
+      return { path: input.path, bytes: Buffer.byteLength(input.content), written: written.length > 0 };
+    }),
+
+    implementTool(deleteEverything, async ({ callId }) => {
+      // Never reached in the examples: the allowlist refuses it. If it ever runs, the log shows it.
+      await logExecution('delete_everything', callId, 'ran');
+      return { deleted: 0 };
+    }),
+
+    implementTool(transferFunds, async ({ input, key, callId }) => {
+      await appendJsonLine(paths.ledgerFile, {
+        callId,
+        key,
+        reference: input.reference,
+        from: input.from,
+        to: input.to,
+        amountCents: input.amountCents,
+        currency: input.currency,
+      });
+      await logExecution('transfer_funds', callId, 'transferred');
+      return { transferred: true, reference: input.reference };
+    }),
+
+    implementTool(addLabel, async ({ input, callId }) => {
+      const labels = await readLabels();
+      const current = new Set(labels[input.item] ?? []);
+      const added = !current.has(input.label);
+      current.add(input.label);
+      labels[input.item] = [...current].sort();
+      await writeLabels(labels);
+      await logExecution('add_label', callId, 'added', { item: input.item, label: input.label });
+      return { item: input.item, label: input.label, added };
+    }),
+  ];
+
+  const compensations: CompensationImplementation[] = [
+    implementCompensation(addLabel, async ({ input, output, callId }) => {
+      const labels = await readLabels();
+      // Only undo what this call did: a label that was already there before stays.
+      if ((output as { added?: boolean } | null)?.added) {
+        labels[input.item] = (labels[input.item] ?? []).filter((label) => label !== input.label);
+        await writeLabels(labels);
+      }
+      await logExecution('remove_label', callId, 'removed', { item: input.item, label: input.label });
+      return { item: input.item, label: input.label, removed: true };
+    }),
+  ];
+
+  return { paths, tools, compensations };
+}

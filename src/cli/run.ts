@@ -1,0 +1,3 @@
+import { runCli } from './main.ts';
+
+await runCli(process.argv);

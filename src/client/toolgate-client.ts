@@ -1,0 +1,424 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type Client,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+} from '@temporalio/client';
+import { ApplicationFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
+import { decisionSignal, recordQuery } from '../../workflows/messages.ts';
+import { releasedFailureType, type ToolCallRequest } from '../../workflows/tool-call.ts';
+import type { DecisionClaims, SignedDecision } from '../contracts/approval.ts';
+import {
+  describeKeyRules,
+  idempotencyKeyPattern,
+  callId as makeCallId,
+  namePattern,
+} from '../contracts/call-id.ts';
+import type { CallContext, CallRecord, ReplayInfo } from '../contracts/call-record.ts';
+import { lookupTool, type ToolCatalog } from '../contracts/define-tool.ts';
+import { callFingerprint } from '../contracts/fingerprint.ts';
+import { checkInputLimits, defaultPayloadLimits, type PayloadLimits } from '../contracts/limits.ts';
+import { type ReasonCode, reasonCodes } from '../contracts/reason-codes.ts';
+import { searchAttributeKeys } from '../contracts/search-attributes.ts';
+import { type ApprovalSigner, decisionClaims } from './approval-signer.ts';
+import { defaultTaskQueue } from './connection-settings.ts';
+
+/** What a caller asks for: a tool, its arguments and, for lasting effects, an idempotency key. */
+export interface CallRequest {
+  readonly tool: string;
+  readonly input: unknown;
+  readonly key?: string;
+}
+
+/**
+ * How `start()` resolved:
+ * - `started`: a new run began (or, with a key, this request joined one it cannot tell apart);
+ * - `attached`: a run with the same key and arguments was already running, and this joined it;
+ * - `existing`: the key's call had closed; its stored record is returned and nothing runs again;
+ * - `refused`: no run was started (KEY_MISMATCH, a malformed key, oversized input).
+ */
+export type StartDisposition = 'started' | 'attached' | 'existing' | 'refused';
+
+export interface StartedCall {
+  readonly callId: string;
+  readonly runId?: string;
+  readonly disposition: StartDisposition;
+  /** Present when the outcome is already known (`existing`, `refused`). */
+  readonly record?: CallRecord;
+  /** Whether the server started the run eagerly on a local worker. */
+  readonly eagerlyStarted?: boolean;
+}
+
+export interface DecisionOptions {
+  readonly approver: string;
+  readonly roles?: readonly string[];
+  readonly comment?: string;
+}
+
+/** Whether a decision counted. A refused one is recorded on the call, which keeps waiting. */
+export interface DecisionOutcome {
+  readonly accepted: boolean;
+  /** `delivered` means the worker had not processed it within the wait. */
+  readonly state: 'accepted' | 'refused' | 'delivered' | 'closed';
+  readonly reason?: string;
+  readonly record?: CallRecord;
+}
+
+export interface ToolgateClientOptions {
+  readonly client: Client;
+  readonly taskQueue?: string;
+  /** The contracts, used to derive business keys. Optional: without it only explicit keys are used. */
+  readonly catalog?: ToolCatalog;
+  /** Needed for approve() and reject(). */
+  readonly signer?: ApprovalSigner;
+  readonly limits?: PayloadLimits;
+  /** Ask the server to hand the first workflow task straight to a local worker. */
+  readonly eagerStart?: boolean;
+  readonly workflowType?: string;
+}
+
+/** A programming error in how toolgate is called: wrong context, missing signer. Not a model error. */
+export class ToolgateUsageError extends Error {
+  override readonly name = 'ToolgateUsageError';
+}
+
+/**
+ * The caller's API. Each method takes the trusted context of the application (tenant, principal),
+ * never anything the model wrote.
+ */
+export class ToolgateClient {
+  readonly temporal: Client;
+  readonly taskQueue: string;
+  readonly #options: ToolgateClientOptions;
+  readonly #limits: PayloadLimits;
+  readonly #workflowType: string;
+
+  constructor(options: ToolgateClientOptions) {
+    this.temporal = options.client;
+    this.taskQueue = options.taskQueue ?? defaultTaskQueue;
+    this.#options = options;
+    this.#limits = options.limits ?? defaultPayloadLimits;
+    this.#workflowType = options.workflowType ?? 'toolCall';
+  }
+
+  /** Starts a call, or joins the running or closed call with the same key. Returns its ID. */
+  async start(
+    request: CallRequest,
+    context: CallContext,
+    options: { replay?: ReplayInfo } = {},
+  ): Promise<StartedCall> {
+    checkContext(context);
+    const key = this.#keyFor(request);
+    const refuse = (reason: ReasonCode, message: string, fingerprint = '') =>
+      this.#refused(request, context, key, fingerprint, reason, message);
+    if (key !== undefined && !idempotencyKeyPattern.test(key)) {
+      return refuse('INVALID_INPUT', `The idempotency key is malformed. ${describeKeyRules()}`);
+    }
+    const breach = checkInputLimits(request.input, this.#limits);
+    if (breach) return refuse('PAYLOAD_TOO_LARGE', breach.message);
+    let fingerprint: string;
+    try {
+      fingerprint = callFingerprint(request.tool, request.input);
+    } catch {
+      return refuse('INVALID_INPUT', 'The arguments must be plain JSON values.');
+    }
+    const id = makeCallId({ tenant: context.tenant, tool: request.tool, key, unique: randomUUID() });
+    const startNonce = randomUUID();
+    const workflowRequest: ToolCallRequest = {
+      tool: request.tool,
+      input: request.input,
+      ...(key !== undefined ? { key } : {}),
+      context: { tenant: context.tenant, principal: context.principal, principalKind: context.principalKind },
+      fingerprint,
+      ...(options.replay ? { replay: options.replay } : {}),
+    };
+    let handle: Awaited<ReturnType<Client['workflow']['start']>>;
+    try {
+      handle = await this.temporal.workflow.start(this.#workflowType, {
+        workflowId: id,
+        taskQueue: this.taskQueue,
+        args: [workflowRequest],
+        // Only a Completed run keeps its key; a Failed one (denied, or a retry-safe failure) frees it.
+        workflowIdReusePolicy: options.replay?.force ? 'ALLOW_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        memo: { fingerprint, startNonce },
+        typedSearchAttributes: [
+          { key: searchAttributeKeys.toolName, value: request.tool.slice(0, 128) },
+          { key: searchAttributeKeys.tenant, value: context.tenant },
+          { key: searchAttributeKeys.principal, value: context.principal },
+          { key: searchAttributeKeys.callStatus, value: 'pending' },
+          { key: searchAttributeKeys.callEffect, value: 'none' },
+        ],
+        ...(this.#options.eagerStart ? { requestEagerStart: true } : {}),
+      });
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      // The key's call is closed and keeps its key: same arguments get the stored record.
+      const existing = this.temporal.workflow.getHandle(id);
+      const description = await existing.describe();
+      if (description.memo?.['fingerprint'] !== fingerprint) {
+        return refuse('KEY_MISMATCH', keyMismatchMessage(id), fingerprint);
+      }
+      return { callId: id, runId: description.runId, disposition: 'existing', record: await this.result(id) };
+    }
+    if (key === undefined) {
+      return {
+        callId: id,
+        runId: handle.firstExecutionRunId,
+        disposition: 'started',
+        eagerlyStarted: handle.eagerlyStarted,
+      };
+    }
+    // With a key the server may have attached us to a running call: its memo says whose it is.
+    const description = await this.temporal.workflow.getHandle(id, handle.firstExecutionRunId).describe();
+    if (description.memo?.['fingerprint'] !== fingerprint)
+      return refuse('KEY_MISMATCH', keyMismatchMessage(id), fingerprint);
+    return {
+      callId: id,
+      runId: handle.firstExecutionRunId,
+      disposition: description.memo?.['startNonce'] === startNonce ? 'started' : 'attached',
+      eagerlyStarted: handle.eagerlyStarted,
+    };
+  }
+
+  /** Starts a call and waits for its record. */
+  async call(request: CallRequest, context: CallContext): Promise<CallRecord> {
+    const started = await this.start(request, context);
+    return started.record ?? (await this.result(started.callId, started.runId));
+  }
+
+  /** Waits for a call to close and returns its record. */
+  async result(callId: string, runId?: string): Promise<CallRecord> {
+    const handle = this.temporal.workflow.getHandle(callId, runId);
+    try {
+      return (await handle.result()) as CallRecord;
+    } catch (error) {
+      return recordFromFailure(error, callId);
+    }
+  }
+
+  /**
+   * The call's record: live from the workflow while it is open, the stored result once it is closed.
+   * Returns undefined for an unknown ID.
+   */
+  async get(callId: string, options: { queryTimeoutMs?: number } = {}): Promise<CallRecord | undefined> {
+    const handle = this.temporal.workflow.getHandle(callId);
+    let status: string;
+    try {
+      status = (await handle.describe()).status.name;
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return undefined;
+      throw error;
+    }
+    if (status !== 'RUNNING') return this.result(callId);
+    return withTimeout(
+      handle.query(recordQuery),
+      options.queryTimeoutMs ?? 10_000,
+      'No worker answered the record query; is a toolgate worker running?',
+    );
+  }
+
+  /** Cancels a call and waits until it has really stopped. Returns its final record. */
+  async cancel(callId: string): Promise<CallRecord> {
+    const handle = this.temporal.workflow.getHandle(callId);
+    await handle.cancel();
+    return this.result(callId);
+  }
+
+  /** Approves a waiting call as a human approver. Says whether the decision counted. */
+  approve(callId: string, options: DecisionOptions): Promise<DecisionOutcome> {
+    return this.#decide(callId, 'approve', options);
+  }
+
+  /** Rejects a waiting call as a human approver. Says whether the decision counted. */
+  reject(callId: string, options: DecisionOptions): Promise<DecisionOutcome> {
+    return this.#decide(callId, 'reject', options);
+  }
+
+  /**
+   * Sends an already signed decision (or anything else: the workflow refuses what it cannot verify)
+   * and waits for the worker's verdict.
+   */
+  async sendDecision(
+    callId: string,
+    payload: SignedDecision | unknown,
+    waitMs = 15_000,
+  ): Promise<DecisionOutcome> {
+    const handle = this.temporal.workflow.getHandle(callId);
+    const description = await handle.describe();
+    if (description.status.name !== 'RUNNING') {
+      const record = await this.result(callId);
+      return {
+        accepted: false,
+        state: 'closed',
+        reason: `the call is already closed (${record.status})`,
+        record,
+      };
+    }
+    await handle.signal(decisionSignal, payload);
+    const nonce = (payload as { claims?: { nonce?: unknown } } | null)?.claims?.nonce;
+    const deadline = Date.now() + waitMs;
+    while (Date.now() < deadline) {
+      const record = await this.get(callId).catch(() => undefined);
+      if (record) {
+        if (typeof nonce === 'string' && record.approval?.decisionNonce === nonce) {
+          return { accepted: true, state: 'accepted', record };
+        }
+        const refused = record.refusedDecisions.find(
+          (entry) => typeof nonce === 'string' && entry.nonce === nonce,
+        );
+        if (refused) return { accepted: false, state: 'refused', reason: refused.reason, record };
+        if (
+          typeof nonce !== 'string' &&
+          record.refusedDecisions.length > 0 &&
+          record.status === 'awaiting_approval'
+        ) {
+          const last = record.refusedDecisions[record.refusedDecisions.length - 1]!;
+          return { accepted: false, state: 'refused', reason: last.reason, record };
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return {
+      accepted: false,
+      state: 'delivered',
+      reason: 'no worker processed the decision in time; check again with get()',
+    };
+  }
+
+  async #decide(
+    callId: string,
+    decision: 'approve' | 'reject',
+    options: DecisionOptions,
+  ): Promise<DecisionOutcome> {
+    const signer = this.#options.signer;
+    if (!signer)
+      throw new ToolgateUsageError(
+        'approve() and reject() need an approval signer: pass `signer` to the client.',
+      );
+    const handle = this.temporal.workflow.getHandle(callId);
+    const description = await handle.describe();
+    const fingerprint = description.memo?.['fingerprint'];
+    if (typeof fingerprint !== 'string') throw new ToolgateUsageError(`${callId} is not a toolgate call.`);
+    const claims: DecisionClaims = decisionClaims({
+      callId,
+      decision,
+      approver: options.approver,
+      approverKind: 'human',
+      roles: [...(options.roles ?? [])],
+      fingerprint,
+      ...(options.comment !== undefined ? { comment: options.comment } : {}),
+    });
+    return this.sendDecision(callId, signer.sign(claims));
+  }
+
+  #keyFor(request: CallRequest): string | undefined {
+    if (request.key !== undefined) return request.key;
+    const contract = this.#options.catalog ? lookupTool(this.#options.catalog, request.tool) : undefined;
+    if (!contract?.idempotencyKey) return undefined;
+    const parsed = contract.input.safeParse(request.input);
+    // Invalid input gets no derived key; the workflow's validation gate will explain what is wrong.
+    return parsed.success ? contract.idempotencyKey(parsed.data as never) : undefined;
+  }
+
+  #refused(
+    request: CallRequest,
+    context: CallContext,
+    key: string | undefined,
+    fingerprint: string,
+    reason: ReasonCode,
+    message: string,
+  ): StartedCall {
+    const at = new Date().toISOString();
+    const contract = this.#options.catalog ? lookupTool(this.#options.catalog, request.tool) : undefined;
+    const record: CallRecord = {
+      callId: '',
+      runId: '',
+      tool: request.tool,
+      ...(contract ? { tier: contract.tier } : {}),
+      tenant: context.tenant,
+      principal: context.principal,
+      principalKind: context.principalKind,
+      ...(key !== undefined ? { key } : {}),
+      fingerprint,
+      input: null,
+      status: 'denied',
+      effect: 'none',
+      reason,
+      message,
+      attempts: 0,
+      transitions: [
+        { status: 'pending', at },
+        { status: 'denied', at },
+      ],
+      refusedDecisions: [],
+      synthetic: true,
+    };
+    return { callId: '', disposition: 'refused', record };
+  }
+}
+
+function keyMismatchMessage(callId: string): string {
+  return `${reasonCodes.KEY_MISMATCH.meaning} ${reasonCodes.KEY_MISMATCH.nextStep} (existing call: ${callId})`;
+}
+
+function checkContext(context: CallContext): void {
+  if (!namePattern.test(context.tenant)) {
+    throw new ToolgateUsageError(
+      'context.tenant must be 1-64 letters, digits, _ . or -, starting with a letter or digit.',
+    );
+  }
+  if (
+    typeof context.principal !== 'string' ||
+    context.principal.length === 0 ||
+    context.principal.length > 128
+  ) {
+    throw new ToolgateUsageError('context.principal must be a non-empty string of at most 128 characters.');
+  }
+  if (!['human', 'agent', 'service'].includes(context.principalKind)) {
+    throw new ToolgateUsageError("context.principalKind must be 'human', 'agent' or 'service'.");
+  }
+}
+
+/** A released call closes as Failed with its record attached; anything else is reported honestly. */
+function recordFromFailure(error: unknown, callId: string): CallRecord {
+  if (error instanceof WorkflowFailedError) {
+    const cause = error.cause;
+    if (cause instanceof ApplicationFailure && cause.type === releasedFailureType && cause.details?.[0]) {
+      return cause.details[0] as CallRecord;
+    }
+    const at = new Date().toISOString();
+    const terminated = cause instanceof TerminatedFailure;
+    const timedOut = cause instanceof TimeoutFailure;
+    return {
+      callId,
+      runId: '',
+      tool: 'unknown',
+      tenant: 'unknown',
+      principal: 'unknown',
+      principalKind: 'service',
+      fingerprint: '',
+      input: null,
+      status: timedOut ? 'timeout' : 'failed',
+      effect: 'unknown',
+      reason: 'OUTCOME_UNKNOWN',
+      message: terminated
+        ? 'The call was terminated by an operator; the action may or may not have happened.'
+        : 'The call ended abnormally; the action may or may not have happened.',
+      attempts: 0,
+      transitions: [{ status: timedOut ? 'timeout' : 'failed', at }],
+      refusedDecisions: [],
+      synthetic: true,
+    };
+  }
+  throw error;
+}
+
+function withTimeout<T>(promise: Promise<T>, timeoutMs: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), timeoutMs);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

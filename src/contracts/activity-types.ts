@@ -1,0 +1,90 @@
+import type { DecisionVerdict } from './approval.ts';
+import type { CallContext, CallEffect } from './call-record.ts';
+import type { SideEffectTier } from './tier.ts';
+
+/** Input of the admission check (allowlist and quotas), run once per call as a local activity. */
+export interface AdmitRequest {
+  readonly callId: string;
+  readonly tool: string;
+  readonly tier: SideEffectTier;
+  readonly context: CallContext;
+}
+
+/** The policy decision, recorded in history so a replay takes the same branch. */
+export interface AdmitDecision {
+  readonly allowed: boolean;
+  readonly reason?: 'NOT_ALLOWED' | 'RATE_LIMITED';
+  readonly message?: string;
+  readonly retryAfterSeconds?: number;
+  /** The approvers in force when the call was admitted; overrides the contract's list when set. */
+  readonly approvers?: readonly string[];
+  /** How long an approval-tier call waits, when policy overrides the contract. */
+  readonly approvalExpiresAfterMs?: number;
+  /** True when a concurrency slot was taken that the workflow must hand back with releaseCall. */
+  readonly holdsSlot?: boolean;
+}
+
+export interface RunToolRequest {
+  readonly callId: string;
+  readonly tool: string;
+  readonly input: unknown;
+  readonly key?: string;
+  readonly tier: SideEffectTier;
+  readonly timeoutMs: number;
+  readonly context: CallContext;
+  /** Set for an undo: run the named compensation with the original call's input and output. */
+  readonly compensationOf?: { readonly output: unknown };
+}
+
+export interface RunToolResult {
+  readonly output: unknown;
+  readonly attempt: number;
+}
+
+export interface VerifyDecisionRequest {
+  readonly payload: unknown;
+  readonly callId: string;
+  readonly fingerprint: string;
+  readonly requester: string;
+  readonly approvers: readonly string[];
+}
+
+export interface ReleaseRequest {
+  readonly callId: string;
+  readonly tool: string;
+  readonly context: CallContext;
+}
+
+/**
+ * The activities the toolCall workflow schedules. Workflows import this by type only; the worker
+ * builds the real functions with `createActivities`.
+ */
+export interface ToolgateActivities {
+  admitCall(request: AdmitRequest): Promise<AdmitDecision>;
+  releaseCall(request: ReleaseRequest): Promise<void>;
+  verifyDecision(request: VerifyDecisionRequest): Promise<DecisionVerdict>;
+  runTool(request: RunToolRequest): Promise<RunToolResult>;
+}
+
+/** Failure types the runTool activity raises, so the workflow can classify without parsing text. */
+export const ToolFailureType = {
+  /** The executor's own deadline passed. */
+  timeout: 'ToolTimeout',
+  /** An execution-time check refused the call before any side effect (path escape, SSRF). */
+  denied: 'ToolDenied',
+  /** The tool raised an error. */
+  failed: 'ToolFailed',
+  /** The result is larger than the output limit. */
+  outputTooLarge: 'ToolOutputTooLarge',
+  /** This worker has no implementation for the tool. */
+  missingImplementation: 'ToolMissingImplementation',
+} as const;
+export type ToolFailureType = (typeof ToolFailureType)[keyof typeof ToolFailureType];
+
+/** Details carried by a runTool failure. Only `message` may reach a model. */
+export interface ToolFailureDetails {
+  readonly message: string;
+  readonly effect?: CallEffect;
+  readonly reason?: string;
+  readonly attempt?: number;
+}

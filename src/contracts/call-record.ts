@@ -1,0 +1,118 @@
+import type { ReasonCode } from './reason-codes.ts';
+import type { SideEffectTier } from './tier.ts';
+
+/** The states of a call. See DESIGN §3 for the transitions between them. */
+export const CallStatus = {
+  pending: 'pending',
+  awaiting_approval: 'awaiting_approval',
+  running: 'running',
+  succeeded: 'succeeded',
+  denied: 'denied',
+  failed: 'failed',
+  timeout: 'timeout',
+  cancelled: 'cancelled',
+} as const;
+export type CallStatus = (typeof CallStatus)[keyof typeof CallStatus];
+
+export const terminalStatuses: readonly CallStatus[] = [
+  'succeeded',
+  'denied',
+  'failed',
+  'timeout',
+  'cancelled',
+];
+
+export function isTerminalStatus(status: CallStatus): boolean {
+  return terminalStatuses.includes(status);
+}
+
+/** Whether the world was touched: `unknown` means the side effect may have happened in part. */
+export const CallEffect = { none: 'none', applied: 'applied', unknown: 'unknown' } as const;
+export type CallEffect = (typeof CallEffect)[keyof typeof CallEffect];
+
+/** The kind of principal behind a request or a decision. Only humans may approve. */
+export type PrincipalKind = 'human' | 'agent' | 'service';
+
+/** Who is asking. It comes from the application that embeds toolgate, never from the model. */
+export interface CallContext {
+  readonly tenant: string;
+  readonly principal: string;
+  readonly principalKind: PrincipalKind;
+}
+
+export interface Transition {
+  readonly status: CallStatus;
+  /** ISO timestamp from workflow time, so it replays identically. */
+  readonly at: string;
+  readonly note?: string;
+}
+
+/** A decision that was refused and therefore did not count. */
+export interface RefusedDecision {
+  readonly at: string;
+  readonly decision: string;
+  readonly claimedApprover: string;
+  readonly reason: string;
+  /** The nonce of the signed decision, when it had one, so its sender can find the verdict. */
+  readonly nonce?: string;
+}
+
+export interface ApprovalState {
+  readonly approvers: readonly string[];
+  readonly expiresAt: string;
+  readonly preview?: string;
+  decidedBy?: string;
+  decision?: 'approve' | 'reject';
+  comment?: string;
+  decidedAt?: string;
+  /** The nonce of the accepted signed decision. */
+  decisionNonce?: string;
+}
+
+/** Audit of an operator's replay: the new run says which run it replaces and why. */
+export interface ReplayInfo {
+  readonly replacesRunId: string;
+  readonly operator: string;
+  readonly force: boolean;
+  readonly reason?: string;
+}
+
+export interface UndoInfo {
+  readonly at: string;
+  readonly operator: string;
+  readonly status: 'succeeded' | 'failed';
+  readonly message?: string;
+}
+
+/**
+ * The record of one tool call. It is readable by query while the call is open and from the workflow
+ * result once it is closed.
+ */
+export interface CallRecord {
+  readonly callId: string;
+  runId: string;
+  readonly tool: string;
+  tier?: SideEffectTier;
+  readonly tenant: string;
+  readonly principal: string;
+  readonly principalKind: PrincipalKind;
+  readonly key?: string;
+  readonly fingerprint: string;
+  readonly input: unknown;
+  status: CallStatus;
+  effect: CallEffect;
+  reason?: ReasonCode;
+  /** Safe to show a model: no stack traces, paths, hosts or secrets. */
+  message?: string;
+  output?: unknown;
+  attempts: number;
+  transitions: Transition[];
+  refusedDecisions: RefusedDecision[];
+  approval?: ApprovalState;
+  replay?: ReplayInfo;
+  undo?: UndoInfo;
+  /** Set when the record was produced by the client without a workflow run, e.g. KEY_MISMATCH. */
+  readonly synthetic?: boolean;
+  /** Seconds the caller should wait before trying again, for RATE_LIMITED. */
+  retryAfterSeconds?: number;
+}

@@ -1,0 +1,133 @@
+import { z } from 'zod';
+import { defaultMaximumAttempts, SideEffectTier } from './tier.ts';
+
+/** Retry settings a contract may override. Irreversible and approval tiers always run once. */
+export interface ToolRetryOptions {
+  readonly maximumAttempts?: number;
+  readonly initialIntervalMs?: number;
+  readonly backoffCoefficient?: number;
+  readonly maximumIntervalMs?: number;
+}
+
+export interface ToolApprovalSettings<Input> {
+  /**
+   * Who may decide: a principal name, or `role:<name>` to match any approver holding that role in
+   * their signed identity.
+   */
+  readonly approvers: readonly string[];
+  /** How long the call waits for a decision before it ends APPROVAL_EXPIRED. */
+  readonly expiresAfterMs: number;
+  /** A human-readable preview of the effect, shown to the approver. Pure code. */
+  readonly preview?: (input: Input) => string;
+}
+
+export interface ToolContract<Schema extends z.ZodType = z.ZodType> {
+  readonly name: string;
+  readonly description: string;
+  readonly input: Schema;
+  readonly output?: z.ZodType;
+  readonly tier: SideEffectTier;
+  /** The executor's deadline for one attempt. */
+  readonly timeoutMs: number;
+  readonly retry: Required<ToolRetryOptions>;
+  readonly approval?: ToolApprovalSettings<z.output<Schema>>;
+  /** For the reversible tier: the name of the implementation that undoes a succeeded call. */
+  readonly compensation?: string;
+  /** Derives a business idempotency key from valid input, e.g. an invoice number. */
+  readonly idempotencyKey?: (input: z.output<Schema>) => string;
+  /** Readonly tools may run as a local activity: faster, but without heartbeats. */
+  readonly fastPath: boolean;
+}
+
+export interface DefineToolOptions<Schema extends z.ZodType> {
+  readonly name: string;
+  readonly description: string;
+  readonly input: Schema;
+  readonly output?: z.ZodType;
+  readonly tier: SideEffectTier;
+  readonly timeoutMs: number;
+  readonly retry?: ToolRetryOptions;
+  readonly approval?: ToolApprovalSettings<z.output<Schema>>;
+  readonly compensation?: string;
+  readonly idempotencyKey?: (input: z.output<Schema>) => string;
+  readonly fastPath?: boolean;
+}
+
+const toolNamePattern = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+
+/**
+ * Declares a tool's contract: workflow-safe, so it holds only zod and pure code. Workflows import
+ * contracts; implementations live on the activity side. Mistakes in a contract are programming
+ * errors and throw at definition time, never at call time.
+ */
+export function defineTool<Schema extends z.ZodType>(
+  options: DefineToolOptions<Schema>,
+): ToolContract<Schema> {
+  if (!toolNamePattern.test(options.name)) {
+    throw new TypeError(
+      `Tool name ${JSON.stringify(options.name)} is invalid: use 1-64 letters, digits, _ or -, starting with a letter.`,
+    );
+  }
+  if (!(options.input instanceof z.ZodObject)) {
+    throw new TypeError(`Tool ${options.name}: input must be a z.strictObject(...) schema.`);
+  }
+  if (!Number.isInteger(options.timeoutMs) || options.timeoutMs <= 0) {
+    throw new TypeError(`Tool ${options.name}: timeoutMs must be a positive integer.`);
+  }
+  const tier = options.tier;
+  if (!Object.hasOwn(SideEffectTier, tier))
+    throw new TypeError(`Tool ${options.name}: unknown tier ${tier}.`);
+  if (tier === SideEffectTier.approval && !options.approval) {
+    throw new TypeError(
+      `Tool ${options.name}: the approval tier needs approval settings (approvers, expiresAfterMs).`,
+    );
+  }
+  if (options.approval && options.approval.approvers.length === 0) {
+    throw new TypeError(`Tool ${options.name}: approval settings need at least one approver.`);
+  }
+  if (options.compensation !== undefined && tier !== SideEffectTier.reversible) {
+    throw new TypeError(`Tool ${options.name}: only reversible tools have a compensation.`);
+  }
+  if (options.fastPath && tier !== SideEffectTier.readonly) {
+    throw new TypeError(`Tool ${options.name}: only readonly tools may take the local-activity fast path.`);
+  }
+  const retrySafe = tier === SideEffectTier.readonly || tier === SideEffectTier.reversible;
+  const requestedAttempts = options.retry?.maximumAttempts ?? defaultMaximumAttempts(tier);
+  return Object.freeze({
+    name: options.name,
+    description: options.description,
+    input: options.input,
+    ...(options.output ? { output: options.output } : {}),
+    tier,
+    timeoutMs: options.timeoutMs,
+    retry: {
+      // The tier caps retries: an irreversible action gets exactly one attempt whatever is asked.
+      maximumAttempts: retrySafe ? Math.max(1, requestedAttempts) : 1,
+      initialIntervalMs: options.retry?.initialIntervalMs ?? 200,
+      backoffCoefficient: options.retry?.backoffCoefficient ?? 2,
+      maximumIntervalMs: options.retry?.maximumIntervalMs ?? 5_000,
+    },
+    ...(options.approval ? { approval: options.approval } : {}),
+    ...(options.compensation ? { compensation: options.compensation } : {}),
+    ...(options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {}),
+    fastPath: options.fastPath ?? false,
+  });
+}
+
+/** A set of contracts, looked up by own property only, because the name comes from the model. */
+export type ToolCatalog = Readonly<Record<string, ToolContract>>;
+
+export function createCatalog(contracts: readonly ToolContract[]): ToolCatalog {
+  const catalog: Record<string, ToolContract> = Object.create(null);
+  for (const contract of contracts) {
+    if (Object.hasOwn(catalog, contract.name)) throw new TypeError(`Tool ${contract.name} is defined twice.`);
+    catalog[contract.name] = contract;
+  }
+  return Object.freeze(catalog);
+}
+
+/** Exact, own-property lookup: `__proto__`, `constructor` or a look-alike name finds nothing. */
+export function lookupTool(catalog: ToolCatalog, name: unknown): ToolContract | undefined {
+  if (typeof name !== 'string') return undefined;
+  return Object.hasOwn(catalog, name) ? catalog[name] : undefined;
+}

@@ -1,0 +1,498 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { type FoundCli, findTemporalCli } from './find-cli.ts';
+import { findFreePort } from './ports.ts';
+import { toolgateSearchAttributes } from './search-attributes.ts';
+
+/** Options for {@link startDevServer}. Every field has a default that suits local development. */
+export interface DevServerOptions {
+  /** SQLite file holding all server state. Default: `<cwd>/.toolgate/temporal.db`. */
+  dbFile?: string;
+  /** Preferred gRPC port; another free port is used when it is taken. 0 means any. Default 7233. */
+  grpcPort?: number;
+  /** Preferred Web UI port; another free port is used when it is taken. 0 means any. Default 8233. */
+  uiPort?: number;
+  /** Run without the Web UI. */
+  headless?: boolean;
+  /** Where the server's stdout and stderr are appended. Default: `temporal-server.log` next to dbFile. */
+  logFile?: string;
+  /** Namespace to create and to register search attributes in. Default 'default'. */
+  namespace?: string;
+  /** How long startup (readiness plus search attributes) may take. Default 60000. */
+  readyTimeoutMs?: number;
+  /** A CLI found earlier; found with {@link findTemporalCli} when absent. */
+  cli?: FoundCli;
+  /** Receives human-readable progress, one line at a time. Default: stderr. */
+  onProgress?: (line: string) => void;
+  /** Extra arguments appended to `temporal server start-dev`. */
+  extraArgs?: string[];
+}
+
+/** A running embedded Temporal dev server. */
+export interface DevServer {
+  /** gRPC address, always `127.0.0.1:<port>`. */
+  address: string;
+  /** Web UI address, or undefined when headless. */
+  uiUrl: string | undefined;
+  dbFile: string;
+  logFile: string;
+  pid: number;
+  namespace: string;
+  /** Stops gracefully (SIGTERM, then SIGKILL after 10 s); resolves once the process has exited. */
+  stop(): Promise<void>;
+  /** Kills the process with SIGKILL, as a crash would; resolves once the process has exited. */
+  kill(): Promise<void>;
+}
+
+const loopbackHost = '127.0.0.1';
+
+/**
+ * Dynamic config passed to every dev server. Eager activity execution lets a worker run an
+ * activity in the same round trip that scheduled it, which keeps tool calls snappy; multi-operation
+ * execution lets a client start a workflow and send an update in one call (update-with-start).
+ */
+const dynamicConfigValues = [
+  'system.enableActivityEagerExecution=true',
+  'frontend.enableExecuteMultiOperation=true',
+] as const;
+
+const stopGraceMilliseconds = 10_000;
+const pollIntervalMilliseconds = 250;
+const cliCommandTimeoutMilliseconds = 10_000;
+const logTailLineCount = 30;
+/** Another process can grab a probed port before the server binds it, so startup is retried. */
+const maximumStartAttempts = 3;
+
+/**
+ * Starts a Temporal dev server on loopback, persisting to a SQLite file, and resolves once it
+ * serves requests and every toolgate search attribute is registered in the namespace.
+ *
+ * Throws, after killing the process, when the server exits early or is not ready within
+ * `readyTimeoutMs`; the error quotes the end of the server log and names its path.
+ */
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const onProgress = options.onProgress ?? writeProgressToStderr;
+  const cli = options.cli ?? (await findTemporalCli({ onProgress }));
+  const dbFile = resolve(options.dbFile ?? join(process.cwd(), '.toolgate', 'temporal.db'));
+  const logFile = resolve(options.logFile ?? join(dirname(dbFile), 'temporal-server.log'));
+  await mkdir(dirname(dbFile), { recursive: true });
+  await mkdir(dirname(logFile), { recursive: true });
+
+  await removeEmptyDatabase(dbFile, onProgress);
+
+  let preferredGrpcPort = options.grpcPort ?? 7233;
+  let preferredUiPort = options.uiPort ?? 8233;
+  let movedIncompleteDatabase = false;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce({
+        ...options,
+        cli,
+        dbFile,
+        logFile,
+        onProgress,
+        grpcPort: preferredGrpcPort,
+        uiPort: preferredUiPort,
+      });
+    } catch (error) {
+      if (attempt >= maximumStartAttempts) {
+        throw error;
+      }
+      if (error instanceof PortTakenError) {
+        onProgress('A port was taken while the dev server started; retrying on other ports.');
+        preferredGrpcPort = 0;
+        preferredUiPort = 0;
+      } else if (error instanceof IncompleteDatabaseError && !movedIncompleteDatabase) {
+        const asideFile = `${dbFile}.incomplete-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+        await rename(dbFile, asideFile);
+        movedIncompleteDatabase = true;
+        onProgress(
+          `${dbFile} has no Temporal schema (an earlier first start was interrupted); ` +
+            `moved it to ${asideFile} and starting with a fresh one.`,
+        );
+      } else {
+        throw error;
+      }
+    }
+  }
+}
+
+class PortTakenError extends Error {}
+
+class IncompleteDatabaseError extends Error {}
+
+/**
+ * start-dev creates the schema only when the DB file does not exist, so a file left empty by a
+ * first start that was killed early would make every later start fail. An empty file holds no
+ * data, so removing it loses nothing.
+ */
+async function removeEmptyDatabase(dbFile: string, onProgress: (line: string) => void): Promise<void> {
+  try {
+    if ((await stat(dbFile)).size === 0) {
+      await unlink(dbFile);
+      onProgress(`Removed the empty DB file ${dbFile} left by an interrupted start.`);
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+      throw error;
+    }
+  }
+}
+
+type ResolvedOptions = DevServerOptions & {
+  cli: FoundCli;
+  dbFile: string;
+  logFile: string;
+  onProgress: (line: string) => void;
+  grpcPort: number;
+  uiPort: number;
+};
+
+async function startOnce(options: ResolvedOptions): Promise<DevServer> {
+  const { cli, dbFile, logFile, onProgress } = options;
+  const namespace = options.namespace ?? 'default';
+  const headless = options.headless ?? false;
+  const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
+
+  const grpcPort = await findFreePort(options.grpcPort, loopbackHost);
+  let uiPort: number | undefined;
+  if (!headless) {
+    uiPort = await findFreePort(options.uiPort, loopbackHost);
+    if (uiPort === grpcPort) {
+      uiPort = await findFreePort(0, loopbackHost);
+    }
+  }
+  const address = `${loopbackHost}:${grpcPort}`;
+
+  const args = [
+    'server',
+    'start-dev',
+    '--db-filename',
+    dbFile,
+    '--ip',
+    loopbackHost,
+    '--port',
+    String(grpcPort),
+    ...(uiPort === undefined ? ['--headless'] : ['--ui-ip', loopbackHost, '--ui-port', String(uiPort)]),
+    '--log-level',
+    'warn',
+    '--log-format',
+    'text',
+    ...(namespace === 'default' ? [] : ['--namespace', namespace]),
+    ...toolgateSearchAttributes.flatMap((attribute) => [
+      '--search-attribute',
+      `${attribute.name}=${attribute.type}`,
+    ]),
+    ...dynamicConfigValues.flatMap((value) => ['--dynamic-config-value', value]),
+    ...(options.extraArgs ?? []),
+  ];
+
+  const logOffset = await sizeOf(logFile);
+  const startedAt = Date.now();
+  const child = await spawnWithLog(cli.path, args, logFile);
+  const pid = child.pid!;
+  const lifecycle = watchLifecycle(child);
+
+  const failStartup = async (reason: string): Promise<never> => {
+    await lifecycle.kill();
+    const tail = await readLogTail(logFile, logOffset);
+    const message =
+      `Temporal dev server (pid ${pid}, ${address}, db ${dbFile}) failed to start: ${reason}\n` +
+      `Server log: ${logFile}\nLast lines of the log:\n${tail}`;
+    if (tail.includes('address already in use')) {
+      throw new PortTakenError(message);
+    }
+    // The namespaces table is among the first the schema creates, so a file without it was cut
+    // off before any workflow could be stored in it.
+    if (tail.includes('no such table: namespaces')) {
+      throw new IncompleteDatabaseError(message);
+    }
+    throw new Error(message);
+  };
+
+  const deadline = startedAt + readyTimeoutMs;
+  const readiness = await waitUntilServing(cli, address, deadline, lifecycle);
+  if (readiness !== 'serving') {
+    return failStartup(readiness);
+  }
+  const servingAfter = Date.now() - startedAt;
+
+  const attributesProblem = await ensureSearchAttributes(cli, address, namespace, deadline, lifecycle);
+  if (attributesProblem) {
+    return failStartup(attributesProblem);
+  }
+  onProgress(
+    `Temporal dev server ready at ${address} (pid ${pid}): serving after ${servingAfter} ms, ` +
+      `search attributes registered after ${Date.now() - startedAt} ms.`,
+  );
+
+  return {
+    address,
+    uiUrl: uiPort === undefined ? undefined : `http://${loopbackHost}:${uiPort}`,
+    dbFile,
+    logFile,
+    pid,
+    namespace,
+    stop: lifecycle.stop,
+    kill: lifecycle.kill,
+  };
+}
+
+function writeProgressToStderr(line: string): void {
+  process.stderr.write(`[toolgate] ${line}\n`);
+}
+
+async function sizeOf(path: string): Promise<number> {
+  try {
+    return (await stat(path)).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** Spawns `command` with stdout and stderr appended to `logFile`, resolving once it has started. */
+async function spawnWithLog(command: string, args: string[], logFile: string): Promise<ChildProcess> {
+  const logDescriptor = openSync(logFile, 'a');
+  try {
+    writeSync(logDescriptor, `\n=== toolgate: ${new Date().toISOString()} ${command} ${args.join(' ')}\n`);
+    // Not detached: the server stays in our process group, so a Ctrl-C in the terminal reaches it too.
+    const child = spawn(command, args, {
+      stdio: ['ignore', logDescriptor, logDescriptor],
+      env: withoutTemporalClientSettings(process.env),
+    });
+    await new Promise<void>((resolveSpawn, rejectSpawn) => {
+      child.once('spawn', resolveSpawn);
+      child.once('error', rejectSpawn);
+    });
+    return child;
+  } finally {
+    // The child holds its own copy of the descriptor; ours is no longer needed.
+    closeSync(logDescriptor);
+  }
+}
+
+interface Lifecycle {
+  readonly exited: () => boolean;
+  readonly exitDescription: () => string;
+  readonly stop: () => Promise<void>;
+  readonly kill: () => Promise<void>;
+}
+
+function watchLifecycle(child: ChildProcess): Lifecycle {
+  let exitDescription: string | undefined;
+  // A parent that exits without stopping the server must not leave it running: 'exit' handlers
+  // run synchronously, which is all kill() needs.
+  const killOnParentExit = (): void => {
+    child.kill('SIGKILL');
+  };
+  process.on('exit', killOnParentExit);
+
+  const exitedPromise = new Promise<void>((resolveExit) => {
+    child.once('exit', (code, signal) => {
+      exitDescription = signal ? `killed by ${signal}` : `exited with code ${code}`;
+      process.off('exit', killOnParentExit);
+      resolveExit();
+    });
+  });
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      if (exitDescription !== undefined) {
+        return;
+      }
+      child.kill('SIGTERM');
+      let graceTimer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<'grace-over'>((resolveGrace) => {
+        graceTimer = setTimeout(() => resolveGrace('grace-over'), stopGraceMilliseconds);
+      });
+      const outcome = await Promise.race([exitedPromise, graceOver]);
+      clearTimeout(graceTimer);
+      if (outcome === 'grace-over') {
+        child.kill('SIGKILL');
+        await exitedPromise;
+      }
+    })();
+    return stopping;
+  };
+  const kill = async (): Promise<void> => {
+    if (exitDescription === undefined) {
+      child.kill('SIGKILL');
+    }
+    await exitedPromise;
+  };
+
+  return {
+    exited: () => exitDescription !== undefined,
+    exitDescription: () => exitDescription ?? 'still running',
+    stop,
+    kill,
+  };
+}
+
+interface CliResult {
+  ok: boolean;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * The CLI reads TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS*, TEMPORAL_API_KEY and similar
+ * from the environment; a developer's settings for a remote cluster must not redirect or break
+ * commands aimed at this local server, so they are dropped.
+ */
+function withoutTemporalClientSettings(environment: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(environment).filter(([name]) => !name.startsWith('TEMPORAL_')));
+}
+
+function runCli(cli: FoundCli, args: string[]): Promise<CliResult> {
+  return new Promise((resolveRun) => {
+    execFile(
+      cli.path,
+      args,
+      {
+        env: withoutTemporalClientSettings(process.env),
+        timeout: cliCommandTimeoutMilliseconds,
+        maxBuffer: 16 * 1024 * 1024,
+      },
+      (error, stdout, stderr) => {
+        resolveRun({ ok: error === null, stdout, stderr });
+      },
+    );
+  });
+}
+
+async function waitUntilServing(
+  cli: FoundCli,
+  address: string,
+  deadline: number,
+  lifecycle: Lifecycle,
+): Promise<'serving' | string> {
+  for (;;) {
+    if (lifecycle.exited()) {
+      return `the server process ${lifecycle.exitDescription()} before it was ready.`;
+    }
+    const health = await runCli(cli, ['operator', 'cluster', 'health', '--address', address]);
+    if (health.ok && health.stdout.includes('SERVING')) {
+      return 'serving';
+    }
+    if (Date.now() >= deadline) {
+      return `it did not report SERVING before the timeout (last health check: ${summarize(health)}).`;
+    }
+    await delay(pollIntervalMilliseconds);
+  }
+}
+
+/**
+ * Registers any missing toolgate search attribute and waits until the server lists them all.
+ * `--search-attribute` on start-dev only applies when it creates a new DB file, so a server
+ * reopening an older file needs them created here. Returns a problem description, or undefined.
+ */
+async function ensureSearchAttributes(
+  cli: FoundCli,
+  address: string,
+  namespace: string,
+  deadline: number,
+  lifecycle: Lifecycle,
+): Promise<string | undefined> {
+  const target = ['--address', address, '--namespace', namespace];
+  let lastProblem = 'no attempt finished';
+  for (;;) {
+    if (lifecycle.exited()) {
+      return `the server process ${lifecycle.exitDescription()} while registering search attributes.`;
+    }
+    const listing = await runCli(cli, ['operator', 'search-attribute', 'list', ...target, '-o', 'json']);
+    const existing = listing.ok ? parseCustomAttributes(listing.stdout) : undefined;
+    if (existing === undefined) {
+      lastProblem = `listing search attributes failed: ${summarize(listing)}`;
+    } else {
+      const conflicting = toolgateSearchAttributes.filter(
+        (attribute) =>
+          existing[attribute.name] !== undefined &&
+          existing[attribute.name] !== `INDEXED_VALUE_TYPE_${attribute.type.toUpperCase()}`,
+      );
+      if (conflicting.length > 0) {
+        const details = conflicting.map((attribute) => `${attribute.name} is ${existing[attribute.name]}`);
+        return `search attributes exist with the wrong type (${details.join(', ')}); toolgate needs Keyword. Use a fresh DB file.`;
+      }
+      const missing = toolgateSearchAttributes.filter((attribute) => existing[attribute.name] === undefined);
+      if (missing.length === 0) {
+        return undefined;
+      }
+      // One attribute per command: the CLI accepts repeated --name but was seen to register only
+      // the first of them.
+      for (const attribute of missing) {
+        const creation = await runCli(cli, [
+          'operator',
+          'search-attribute',
+          'create',
+          '--name',
+          attribute.name,
+          '--type',
+          attribute.type,
+          ...target,
+        ]);
+        const output = `${creation.stdout}\n${creation.stderr}`;
+        if (!creation.ok && !output.includes('already exists')) {
+          lastProblem = `creating search attribute ${attribute.name} failed: ${summarize(creation)}`;
+        }
+      }
+    }
+    if (Date.now() >= deadline) {
+      return `search attributes were not all registered before the timeout (${lastProblem}).`;
+    }
+    await delay(pollIntervalMilliseconds);
+  }
+}
+
+function parseCustomAttributes(json: string): Record<string, string> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(json);
+    if (parsed && typeof parsed === 'object' && 'customAttributes' in parsed) {
+      const custom = (parsed as { customAttributes: unknown }).customAttributes;
+      if (custom && typeof custom === 'object') {
+        return custom as Record<string, string>;
+      }
+    }
+    // A server with no custom attributes at all omits the field.
+    return parsed && typeof parsed === 'object' ? {} : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function summarize(result: CliResult): string {
+  const text = `${result.stdout} ${result.stderr}`.replace(/\s+/g, ' ').trim();
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text || '(no output)';
+}
+
+/** Reads the last lines written to the log at or after `fromOffset`, capped so a huge log stays cheap. */
+async function readLogTail(logFile: string, fromOffset: number): Promise<string> {
+  const maximumBytes = 64 * 1024;
+  try {
+    const handle = await open(logFile, 'r');
+    try {
+      const size = (await handle.stat()).size;
+      const start = Math.max(fromOffset, size - maximumBytes);
+      const buffer = Buffer.alloc(Math.max(0, size - start));
+      await handle.read(buffer, 0, buffer.length, start);
+      const lines = buffer.toString('utf8').split('\n');
+      return (
+        lines
+          .slice(-logTailLineCount - 1)
+          .join('\n')
+          .trimEnd() || '(the log is empty)'
+      );
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    return `(could not read the log: ${(error as Error).message})`;
+  }
+}
+
+function delay(milliseconds: number): Promise<void> {
+  return new Promise((resolveDelay) => setTimeout(resolveDelay, milliseconds));
+}

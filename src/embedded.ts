@@ -1,0 +1,168 @@
+import { access, mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { createActivities } from '../activities/create-activities.ts';
+import { createExampleTools, type ExampleTools } from '../activities/tools/example-tools.ts';
+import {
+  type ApprovalSigner,
+  createApprovalSigner,
+  loadOrCreateApprovalKeys,
+  loadPublicKey,
+} from './client/approval-signer.ts';
+import {
+  defaultTaskQueue,
+  externalClusterRequested,
+  loadExternalClusterConfig,
+} from './client/connection-settings.ts';
+import { ToolgateClient } from './client/toolgate-client.ts';
+import { type DevServer, findTemporalCli, startDevServer } from './dev/index.ts';
+import { exampleAllowlist, exampleCatalog } from './tools/example-contracts.ts';
+import { createWorker } from './worker/create-worker.ts';
+import { installRuntimeLogging } from './worker/runtime-logging.ts';
+
+export interface EmbeddedOptions {
+  /** Where state lives: the SQLite file, approval keys, the example tools' data. Default `.toolgate`. */
+  readonly dataDir?: string;
+  readonly taskQueue?: string;
+  /** Start a worker in this process (default true). */
+  readonly worker?: boolean;
+  readonly env?: NodeJS.ProcessEnv;
+  /** Preferred ports for the embedded server. */
+  readonly grpcPort?: number;
+  readonly uiPort?: number;
+  readonly headless?: boolean;
+  readonly onProgress?: (line: string) => void;
+  /** Ask for eager workflow start (the client shares the worker's process). */
+  readonly eagerStart?: boolean;
+}
+
+export interface Embedded {
+  readonly client: ToolgateClient;
+  readonly temporal: Client;
+  readonly address: string;
+  readonly namespace: string;
+  /** The embedded dev server, when toolgate started one. */
+  readonly server?: DevServer;
+  readonly uiUrl?: string;
+  readonly dbFile?: string;
+  readonly worker?: Worker;
+  readonly tools: ExampleTools;
+  readonly signer?: ApprovalSigner;
+  readonly dataDir: string;
+  /** Resolves when the worker stops (or never, without one). */
+  readonly running: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The embedded default. With no configuration it starts a local Temporal dev server (state in a
+ * SQLite file, so it survives restarts) and a worker with the example tools. With TEMPORAL_ADDRESS,
+ * TEMPORAL_PROFILE or a Temporal config file it joins that cluster instead and starts no server.
+ */
+export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embedded> {
+  installRuntimeLogging();
+  const env = options.env ?? process.env;
+  const dataDir = resolve(options.dataDir ?? env['TOOLGATE_DATA_DIR'] ?? '.toolgate');
+  const taskQueue = options.taskQueue ?? env['TOOLGATE_TASK_QUEUE'] ?? defaultTaskQueue;
+  const progress = options.onProgress ?? ((line: string) => process.stderr.write(`${line}\n`));
+
+  let server: DevServer | undefined;
+  let address: string;
+  let namespace: string;
+  let connectionOptions: Record<string, unknown> = {};
+  if (externalClusterRequested(env)) {
+    const config = loadExternalClusterConfig(env);
+    address = String(config.connectionOptions.address ?? 'localhost:7233');
+    namespace = config.namespace ?? 'default';
+    connectionOptions = config.connectionOptions as Record<string, unknown>;
+    progress(
+      `Using the existing Temporal cluster at ${address} (namespace ${namespace}); no local server is started.`,
+    );
+  } else {
+    const cli = await findTemporalCli({ env, onProgress: progress });
+    server = await startDevServer({
+      cli,
+      dbFile: join(dataDir, 'temporal.db'),
+      grpcPort: options.grpcPort ?? 7233,
+      uiPort: options.uiPort ?? 8233,
+      headless: options.headless ?? false,
+      onProgress: progress,
+    });
+    address = server.address;
+    namespace = server.namespace;
+  }
+
+  const tools = createExampleTools(join(dataDir, 'data'));
+  await ensureExampleConfig(tools.paths.configFile);
+  // Workers only need the public key. The private key is for approval surfaces (inbox, CLI).
+  const publicKeyFile = env['TOOLGATE_APPROVAL_PUBLIC_KEY_FILE'];
+  const keys = publicKeyFile ? undefined : await loadOrCreateApprovalKeys(join(dataDir, 'keys'));
+  const publicKey = publicKeyFile ? await loadPublicKey(publicKeyFile) : keys!.publicKey;
+  const signer = keys ? createApprovalSigner(keys.privateKey) : undefined;
+
+  const connection = await Connection.connect({ ...connectionOptions, address });
+  const temporal = new Client({ connection, namespace });
+  const client = new ToolgateClient({
+    client: temporal,
+    taskQueue,
+    catalog: exampleCatalog,
+    ...(signer ? { signer } : {}),
+    ...(options.eagerStart ? { eagerStart: true } : {}),
+  });
+
+  let worker: Worker | undefined;
+  let nativeConnection: NativeConnection | undefined;
+  let running: Promise<void> = Promise.resolve();
+  if (options.worker ?? true) {
+    nativeConnection = await NativeConnection.connect({ ...connectionOptions, address } as never);
+    worker = await createWorker({
+      connection: nativeConnection,
+      namespace,
+      taskQueue,
+      activities: createActivities({
+        tools: tools.tools,
+        compensations: tools.compensations,
+        policy: { allow: exampleAllowlist },
+        approvalPublicKeys: [publicKey],
+      }),
+    });
+    running = worker.run();
+  }
+
+  let stopped = false;
+  return {
+    client,
+    temporal,
+    address,
+    namespace,
+    ...(server ? { server, dbFile: server.dbFile, ...(server.uiUrl ? { uiUrl: server.uiUrl } : {}) } : {}),
+    ...(worker ? { worker } : {}),
+    tools,
+    ...(signer ? { signer } : {}),
+    dataDir,
+    running,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      if (worker && worker.getState() === 'RUNNING') worker.shutdown();
+      await running.catch(() => undefined);
+      await nativeConnection?.close();
+      await connection.close();
+      await server?.stop();
+    },
+  };
+}
+
+async function ensureExampleConfig(file: string): Promise<void> {
+  try {
+    await access(file);
+  } catch {
+    await mkdir(dirname(file), { recursive: true });
+    await writeFile(
+      file,
+      `${JSON.stringify({ region: 'eu-west', retries: 3, greeting: 'hello' }, null, 2)}\n`,
+      { flag: 'wx' },
+    ).catch(() => undefined);
+  }
+}

@@ -1,0 +1,77 @@
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode, type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { defaultTaskQueue } from '../client/connection-settings.ts';
+import type { ToolgateActivities } from '../contracts/activity-types.ts';
+
+/** The default workflows module: the toolCall workflow over the example catalog. */
+export const defaultWorkflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
+
+export interface CreateWorkerOptions {
+  readonly connection: NativeConnection;
+  readonly namespace?: string;
+  readonly taskQueue?: string;
+  readonly activities: ToolgateActivities;
+  /** A module exporting `toolCall = createToolCallWorkflow(yourCatalog)`. */
+  readonly workflowsPath?: string;
+  /** A prebuilt bundle (see `bundleToolgateWorkflows`), to skip bundling on every start. */
+  readonly workflowBundle?: { readonly code: string };
+  readonly identity?: string;
+  /** Passed through to the Temporal worker: slots, cache size and the like. */
+  readonly tuning?: Partial<
+    Pick<
+      WorkerOptions,
+      | 'maxCachedWorkflows'
+      | 'maxConcurrentWorkflowTaskExecutions'
+      | 'maxConcurrentActivityTaskExecutions'
+      | 'maxConcurrentLocalActivityExecutions'
+      | 'workflowTaskPollerBehavior'
+      | 'activityTaskPollerBehavior'
+      | 'shutdownGraceTime'
+      | 'stickyQueueScheduleToStartTimeout'
+    >
+  >;
+}
+
+/** Bundles the workflows once; pass the result to several workers or test runs. */
+export async function bundleToolgateWorkflows(
+  workflowsPath = defaultWorkflowsPath,
+): Promise<{ code: string }> {
+  const bundle = await bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
+  return { code: bundle.code };
+}
+
+/**
+ * Assembles a toolgate worker. More workers on the same task queue, on any number of machines,
+ * is how toolgate scales: Temporal spreads the calls.
+ */
+export async function createWorker(options: CreateWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace ?? 'default',
+    taskQueue: options.taskQueue ?? defaultTaskQueue,
+    ...(options.workflowBundle
+      ? { workflowBundle: options.workflowBundle }
+      : { workflowsPath: options.workflowsPath ?? defaultWorkflowsPath }),
+    activities: options.activities as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>,
+    // Cancellation reaches an activity only with a heartbeat response, so heartbeats must flow
+    // often enough for a cancel to arrive within a fraction of a second.
+    maxHeartbeatThrottleInterval: '250 milliseconds',
+    defaultHeartbeatThrottleInterval: '250 milliseconds',
+    shutdownGraceTime: '5 seconds',
+    ...(options.identity ? { identity: options.identity } : {}),
+    ...options.tuning,
+  });
+}
+
+const quietBundlerLogger = {
+  trace() {},
+  debug() {},
+  info() {},
+  warn(message: string, meta?: Record<string, unknown>) {
+    process.stderr.write(`[workflow bundler] ${message} ${meta ? JSON.stringify(meta) : ''}\n`);
+  },
+  error(message: string, meta?: Record<string, unknown>) {
+    process.stderr.write(`[workflow bundler] ${message} ${meta ? JSON.stringify(meta) : ''}\n`);
+  },
+  log() {},
+};

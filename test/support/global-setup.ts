@@ -1,0 +1,44 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { type DevServer, findTemporalCli, startDevServer } from '../../src/dev/index.ts';
+import { bundleToolgateWorkflows } from '../../src/worker/create-worker.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    temporalAddress: string;
+    temporalCliPath: string;
+    workflowBundle: string;
+  }
+}
+
+let server: DevServer | undefined;
+let directory: string | undefined;
+
+/**
+ * One real Temporal dev server for the whole run, on free ports with a throwaway database. On a
+ * machine that never built the CLI, this builds it first (minutes, with progress on stderr).
+ */
+export async function setup(project: TestProject): Promise<void> {
+  const cli = await findTemporalCli({
+    onProgress: (line) => process.stderr.write(`[temporal cli] ${line}\n`),
+  });
+  directory = await mkdtemp(join(tmpdir(), 'toolgate-test-'));
+  server = await startDevServer({
+    cli,
+    dbFile: join(directory, 'temporal.db'),
+    grpcPort: 0,
+    uiPort: 0,
+    headless: true,
+  });
+  const bundle = await bundleToolgateWorkflows();
+  project.provide('temporalAddress', server.address);
+  project.provide('temporalCliPath', cli.path);
+  project.provide('workflowBundle', bundle.code);
+}
+
+export async function teardown(): Promise<void> {
+  await server?.stop();
+  if (directory) await rm(directory, { recursive: true, force: true });
+}

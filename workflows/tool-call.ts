@@ -1,0 +1,444 @@
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import {
+  ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  condition,
+  isCancellation,
+  log,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  TimeoutFailure,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type {
+  AdmitDecision,
+  RunToolResult,
+  ToolFailureDetails,
+  ToolgateActivities,
+} from '../src/contracts/activity-types.ts';
+import { ToolFailureType } from '../src/contracts/activity-types.ts';
+import type { DecisionClaims } from '../src/contracts/approval.ts';
+import type {
+  CallContext,
+  CallEffect,
+  CallRecord,
+  CallStatus,
+  ReplayInfo,
+} from '../src/contracts/call-record.ts';
+import { lookupTool, type ToolCatalog, type ToolContract } from '../src/contracts/define-tool.ts';
+import { callFingerprint } from '../src/contracts/fingerprint.ts';
+import { checkInputLimits, defaultPayloadLimits, type PayloadLimits } from '../src/contracts/limits.ts';
+import { type ReasonCode, reasonCodes } from '../src/contracts/reason-codes.ts';
+import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
+import { type SideEffectTier, tierIsRetrySafe, tierRequiresKey } from '../src/contracts/tier.ts';
+import { decisionSignal, recordQuery } from './messages.ts';
+
+/** The workflow's input. The call ID is the workflow ID, so it is not repeated here. */
+export interface ToolCallRequest {
+  readonly tool: string;
+  readonly input: unknown;
+  readonly key?: string;
+  readonly context: CallContext;
+  /** Computed by the client; the workflow recomputes it and refuses a call where they differ. */
+  readonly fingerprint: string;
+  readonly replay?: ReplayInfo;
+}
+
+/** The type of the failure a workflow closes with when it releases its key (see DESIGN §4). */
+export const releasedFailureType = 'ToolCallReleased';
+
+export interface ToolCallWorkflowOptions {
+  readonly limits?: PayloadLimits;
+  /** How often an executing tool must heartbeat before the server presumes its worker dead. */
+  readonly heartbeatTimeoutMs?: number;
+  /** Extra time the server's start-to-close timer allows past the executor's own deadline. */
+  readonly deadlineGraceMs?: number;
+  /** How old a signed decision may be when it reaches the worker. */
+  readonly decisionMaxAgeMs?: number;
+}
+
+class CallClosed extends Error {}
+
+/**
+ * Builds the `toolCall` workflow for a catalog of contracts. Export the result from a workflows
+ * module under the name `toolCall`:
+ *
+ * ```ts
+ * export const toolCall = createToolCallWorkflow(myCatalog);
+ * ```
+ */
+export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWorkflowOptions = {}) {
+  const limits = options.limits ?? defaultPayloadLimits;
+  const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? 2_000;
+  const deadlineGraceMs = options.deadlineGraceMs ?? 1_000;
+
+  // Policy checks are local activities: their results are markers in history, so a replay takes the
+  // same branch even if the allowlist or the approvers changed since.
+  const policy = proxyLocalActivities<ToolgateActivities>({
+    startToCloseTimeout: '10 seconds',
+    retry: { maximumAttempts: 3, initialInterval: '50 milliseconds' },
+  });
+
+  return async function toolCall(request: ToolCallRequest): Promise<CallRecord> {
+    const info = workflowInfo();
+    const now = () => new Date().toISOString();
+    const record: CallRecord = {
+      callId: info.workflowId,
+      runId: info.runId,
+      tool: request.tool,
+      tenant: request.context.tenant,
+      principal: request.context.principal,
+      principalKind: request.context.principalKind,
+      ...(request.key !== undefined ? { key: request.key } : {}),
+      fingerprint: request.fingerprint,
+      input: request.input,
+      status: 'pending',
+      effect: 'none',
+      attempts: 0,
+      transitions: [{ status: 'pending', at: now() }],
+      refusedDecisions: [],
+      ...(request.replay ? { replay: request.replay } : {}),
+    };
+    setHandler(recordQuery, () => record);
+
+    const pendingDecisions: unknown[] = [];
+    let decided = false;
+    setHandler(decisionSignal, (payload: unknown) => {
+      if (decided) {
+        // A decision after the first accepted one never counts; it is recorded and nothing else.
+        record.refusedDecisions.push({
+          at: now(),
+          ...describeClaim(payload),
+          reason: 'the call was already decided',
+        });
+        return;
+      }
+      pendingDecisions.push(payload);
+    });
+
+    const transition = (status: CallStatus, note?: string) => {
+      record.status = status;
+      record.transitions.push({ status, at: now(), ...(note ? { note } : {}) });
+      const updates: SearchAttributeUpdatePair[] = [
+        { key: searchAttributeKeys.callStatus, value: status },
+        { key: searchAttributeKeys.callEffect, value: record.effect },
+      ];
+      if (record.reason) updates.push({ key: searchAttributeKeys.reasonCode, value: record.reason });
+      upsertSearchAttributes(updates);
+    };
+
+    const close = (
+      status: CallStatus,
+      reason: ReasonCode | undefined,
+      effect: CallEffect,
+      message?: string,
+    ): never => {
+      record.effect = effect;
+      if (reason) record.reason = reason;
+      record.message = message ?? (reason ? reasonCodes[reason].meaning : undefined);
+      transition(status);
+      throw new CallClosed();
+    };
+    const deny = (reason: ReasonCode, message?: string): never => close('denied', reason, 'none', message);
+
+    let contract: ToolContract | undefined;
+    let admission: AdmitDecision | undefined;
+    try {
+      // Gate 1: idempotency. The workflow ID already scopes the key; here the fingerprint is
+      // checked and the tier's key rule applied.
+      if (callFingerprint(request.tool, request.input) !== request.fingerprint) {
+        deny(
+          'INVALID_INPUT',
+          'The call fingerprint does not match its arguments; the client must recompute it.',
+        );
+      }
+      contract = lookupTool(catalog, request.tool);
+      if (contract) {
+        record.tier = contract.tier;
+        upsertSearchAttributes([{ key: searchAttributeKeys.toolTier, value: contract.tier }]);
+        if (tierRequiresKey(contract.tier) && request.key === undefined) {
+          deny('KEY_REQUIRED', `${contract.name} is ${contract.tier}: ${reasonCodes.KEY_REQUIRED.nextStep}`);
+        }
+      }
+
+      // Gate 2: allowlist, deny by default. An unknown name never reaches the policy.
+      if (!contract) {
+        deny(
+          'NOT_ALLOWED',
+          `There is no tool named ${JSON.stringify(request.tool.slice(0, 64))}. ${reasonCodes.NOT_ALLOWED.nextStep}`,
+        );
+      }
+      const tool = contract as ToolContract;
+      admission = await policy.admitCall({
+        callId: record.callId,
+        tool: tool.name,
+        tier: tool.tier,
+        context: request.context,
+      });
+      if (!admission.allowed) {
+        if (admission.retryAfterSeconds !== undefined) record.retryAfterSeconds = admission.retryAfterSeconds;
+        deny(admission.reason ?? 'NOT_ALLOWED', admission.message);
+      }
+
+      // Gate 3: validation. Size first, so a hostile payload never reaches the parser.
+      const breach = checkInputLimits(request.input, limits);
+      if (breach) deny('PAYLOAD_TOO_LARGE', breach.message);
+      const parsed = tool.input.safeParse(request.input);
+      if (!parsed.success) deny('INVALID_INPUT', summarizeIssues(parsed.error.issues));
+      const input = (parsed as { data: unknown }).data;
+
+      // Gate 4: approval.
+      if (tool.tier === 'approval' && tool.approval) {
+        const approvers = admission.approvers ?? tool.approval.approvers;
+        const expiresAtMs = Date.now() + (admission.approvalExpiresAfterMs ?? tool.approval.expiresAfterMs);
+        record.approval = {
+          approvers: [...approvers],
+          expiresAt: new Date(expiresAtMs).toISOString(),
+          ...(tool.approval.preview ? { preview: safePreview(tool.approval.preview, input) } : {}),
+        };
+        transition('awaiting_approval');
+        const claims = await awaitDecision(approvers, expiresAtMs);
+        decided = true;
+        record.approval.decidedBy = claims.approver;
+        record.approval.decision = claims.decision;
+        record.approval.decidedAt = now();
+        if (claims.comment !== undefined) record.approval.comment = claims.comment;
+        if (claims.decision === 'reject') {
+          deny(
+            'APPROVAL_REJECTED',
+            `Rejected by ${claims.approver}. ${reasonCodes.APPROVAL_REJECTED.nextStep}`,
+          );
+        }
+      }
+
+      // Gate 5: execution.
+      transition('running');
+      const result = await execute(tool, input);
+      record.attempts = result.attempt;
+      record.output = result.output;
+      close('succeeded', undefined, tool.tier === 'readonly' ? 'none' : 'applied');
+    } catch (error) {
+      if (!(error instanceof CallClosed)) throw error;
+    } finally {
+      if (admission?.holdsSlot && contract) {
+        await CancellationScope.nonCancellable(() =>
+          policy.releaseCall({ callId: record.callId, tool: contract!.name, context: request.context }),
+        );
+      }
+    }
+
+    log.info('tool call closed', {
+      callId: record.callId,
+      status: record.status,
+      reason: record.reason,
+      effect: record.effect,
+    });
+    if (keyIsReleased(record, contract?.tier)) {
+      // Failing the run releases the key under ALLOW_DUPLICATE_FAILED_ONLY; the record rides along.
+      throw ApplicationFailure.create({
+        type: releasedFailureType,
+        message: record.message ?? record.status,
+        nonRetryable: true,
+        details: [record],
+      });
+    }
+    return record;
+
+    async function awaitDecision(approvers: readonly string[], expiresAtMs: number): Promise<DecisionClaims> {
+      const seenNonces = new Set<string>();
+      for (;;) {
+        const remainingMs = expiresAtMs - Date.now();
+        let arrived: boolean;
+        try {
+          arrived = remainingMs > 0 && (await condition(() => pendingDecisions.length > 0, remainingMs));
+        } catch (error) {
+          if (isCancellation(error))
+            return deny('CANCELLED', 'The call was cancelled while it waited for approval; nothing ran.');
+          throw error;
+        }
+        if (!arrived) {
+          return deny(
+            'APPROVAL_EXPIRED',
+            `${reasonCodes.APPROVAL_EXPIRED.meaning} ${reasonCodes.APPROVAL_EXPIRED.nextStep}`,
+          );
+        }
+        const payload = pendingDecisions.shift();
+        const verdict = await policy.verifyDecision({
+          payload,
+          callId: record.callId,
+          fingerprint: record.fingerprint,
+          requester: record.principal,
+          approvers,
+        });
+        if (verdict.accepted && !seenNonces.has(verdict.claims.nonce)) {
+          seenNonces.add(verdict.claims.nonce);
+          record.approval!.decisionNonce = verdict.claims.nonce;
+          return verdict.claims;
+        }
+        const refusal = verdict.accepted
+          ? { ...describeClaim(payload), reason: 'this signed decision was already used' }
+          : {
+              decision: verdict.decision,
+              claimedApprover: verdict.claimedApprover,
+              reason: verdict.reason,
+              ...(verdict.nonce ? { nonce: verdict.nonce } : {}),
+            };
+        if (refusal.nonce) seenNonces.add(refusal.nonce);
+        record.refusedDecisions.push({ at: now(), ...refusal });
+        log.warn('approval decision refused', { callId: record.callId, ...refusal });
+      }
+    }
+
+    async function execute(tool: ToolContract, input: unknown): Promise<RunToolResult> {
+      const runRequest = {
+        callId: record.callId,
+        tool: tool.name,
+        input,
+        ...(request.key !== undefined ? { key: request.key } : {}),
+        tier: tool.tier,
+        timeoutMs: tool.timeoutMs,
+        context: request.context,
+      };
+      const retry = {
+        maximumAttempts: tool.retry.maximumAttempts,
+        initialInterval: tool.retry.initialIntervalMs,
+        backoffCoefficient: tool.retry.backoffCoefficient,
+        maximumInterval: tool.retry.maximumIntervalMs,
+        nonRetryableErrorTypes: [
+          ToolFailureType.denied,
+          ToolFailureType.outputTooLarge,
+          ToolFailureType.missingImplementation,
+        ],
+      };
+      try {
+        if (tool.fastPath) {
+          const local = proxyLocalActivities<ToolgateActivities>({
+            startToCloseTimeout: tool.timeoutMs + deadlineGraceMs,
+            retry,
+            cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+          });
+          return await local.runTool(runRequest);
+        }
+        const activities = proxyActivities<ToolgateActivities>({
+          startToCloseTimeout: tool.timeoutMs + deadlineGraceMs,
+          heartbeatTimeout: heartbeatTimeoutMs,
+          retry,
+          // Without this the workflow would report "cancelled" while the tool may still be running.
+          cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        });
+        return await activities.runTool(runRequest);
+      } catch (error) {
+        return classifyExecutionFailure(tool.tier, error);
+      }
+    }
+
+    function classifyExecutionFailure(tier: SideEffectTier, error: unknown): never {
+      const failure = error instanceof ActivityFailure ? error.cause : error;
+      const details =
+        failure instanceof ApplicationFailure
+          ? (failure.details?.[0] as ToolFailureDetails | undefined)
+          : undefined;
+      record.attempts =
+        details?.attempt ??
+        (error instanceof ActivityFailure && error.retryState === 'MAXIMUM_ATTEMPTS_REACHED'
+          ? contract!.retry.maximumAttempts
+          : 1);
+      // A readonly tool never changed anything; other tiers may have, unless the tool said otherwise.
+      const unsettled: CallEffect = tier === 'readonly' ? 'none' : (details?.effect ?? 'unknown');
+      const lasting = unsettled === 'unknown' && !tierIsRetrySafe(tier);
+      if (isCancellation(error) || failure instanceof CancelledFailure) {
+        return close(
+          'cancelled',
+          lasting ? 'OUTCOME_UNKNOWN' : 'CANCELLED',
+          unsettled,
+          lasting ? cancelledUnknownMessage : 'The call was cancelled by the caller.',
+        );
+      }
+      if (
+        failure instanceof TimeoutFailure ||
+        (failure instanceof ApplicationFailure && failure.type === ToolFailureType.timeout)
+      ) {
+        return close(
+          'timeout',
+          lasting ? 'OUTCOME_UNKNOWN' : 'TIMEOUT',
+          unsettled,
+          lasting ? timeoutUnknownMessage : undefined,
+        );
+      }
+      if (failure instanceof ApplicationFailure) {
+        switch (failure.type) {
+          case ToolFailureType.denied:
+            return deny(
+              details?.reason === 'NOT_ALLOWED' ? 'NOT_ALLOWED' : 'INVALID_INPUT',
+              details?.message,
+            );
+          case ToolFailureType.outputTooLarge:
+            return close('failed', 'PAYLOAD_TOO_LARGE', unsettled, details?.message);
+          default:
+            return close('failed', lasting ? 'OUTCOME_UNKNOWN' : 'TOOL_FAILED', unsettled, details?.message);
+        }
+      }
+      return close(
+        'failed',
+        lasting ? 'OUTCOME_UNKNOWN' : 'TOOL_FAILED',
+        unsettled,
+        'The tool failed unexpectedly.',
+      );
+    }
+  };
+}
+
+const timeoutUnknownMessage =
+  'The tool did not finish before its deadline and may have acted. Do not repeat it; check the current state first.';
+const cancelledUnknownMessage =
+  'The call was cancelled while the tool ran, so it may have acted. Do not repeat it; check the current state first.';
+
+/**
+ * DESIGN §4: a key is released only when no side effect can have happened, or when the tier is safe
+ * to retry. Everything else keeps the key taken, including an outcome nobody knows.
+ */
+export function keyIsReleased(record: CallRecord, tier: SideEffectTier | undefined): boolean {
+  if (record.status === 'succeeded') return false;
+  if (record.effect === 'none') return true;
+  return tier !== undefined && tierIsRetrySafe(tier);
+}
+
+function summarizeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
+  const lines = issues.slice(0, 5).map((issue) => {
+    const path = issue.path.map((part) => String(part)).join('.');
+    return path ? `${path}: ${issue.message}` : issue.message;
+  });
+  const more = issues.length > 5 ? ` (and ${issues.length - 5} more)` : '';
+  return `Invalid arguments: ${lines.join('; ')}${more}. ${reasonCodes.INVALID_INPUT.nextStep}`;
+}
+
+function safePreview(preview: (input: never) => string, input: unknown): string {
+  try {
+    return String(preview(input as never)).slice(0, 4000);
+  } catch {
+    return '(no preview: the preview function failed)';
+  }
+}
+
+/** What a refused payload claimed, for the audit. The payload is untrusted, so read defensively. */
+function describeClaim(payload: unknown): { decision: string; claimedApprover: string; nonce?: string } {
+  const claims =
+    payload && typeof payload === 'object' && 'claims' in payload
+      ? (payload as { claims: unknown }).claims
+      : undefined;
+  const read = (field: string) =>
+    claims && typeof claims === 'object' && typeof (claims as Record<string, unknown>)[field] === 'string'
+      ? ((claims as Record<string, unknown>)[field] as string).slice(0, 128)
+      : undefined;
+  const nonce = read('nonce');
+  return {
+    decision: read('decision') ?? 'unknown',
+    claimedApprover: read('approver') ?? 'unknown',
+    ...(nonce ? { nonce } : {}),
+  };
+}
