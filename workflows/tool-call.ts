@@ -283,10 +283,9 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
         const refusal = verdict.accepted
           ? { ...describeClaim(payload), reason: 'this signed decision was already used' }
           : {
-              decision: verdict.decision,
-              claimedApprover: verdict.claimedApprover,
-              reason: verdict.reason,
+              ...describeClaim(payload),
               ...(verdict.nonce ? { nonce: verdict.nonce } : {}),
+              reason: verdict.reason,
             };
         if (refusal.nonce) seenNonces.add(refusal.nonce);
         record.refusedDecisions.push({ at: now(), ...refusal });

@@ -1,4 +1,5 @@
-import { DefaultLogger, type LogLevel, Runtime } from '@temporalio/worker';
+import { DefaultLogger, type LogLevel, type LogMetadata, Runtime } from '@temporalio/worker';
+import { releasedFailureType } from '../../workflows/tool-call.ts';
 
 let installed = false;
 
@@ -11,8 +12,21 @@ export function installRuntimeLogging(level?: LogLevel): void {
   if (installed) return;
   installed = true;
   const configured = (level ?? process.env['TOOLGATE_LOG_LEVEL'] ?? 'WARN').toUpperCase() as LogLevel;
+  const base = new DefaultLogger(configured);
+  // A call that releases its key closes its workflow as Failed on purpose (a denial, an expiry);
+  // the SDK reports every failed workflow as a warning, which would read as an incident.
+  const logger = new DefaultLogger(configured, (entry) => {
+    // The error crosses a worker thread by structured clone, which drops its class and `type`. A
+    // toolCall workflow fails its run only deliberately (bugs fail the workflow task instead, and
+    // are logged separately), so every such failure is a release.
+    const meta = entry.meta as LogMetadata | undefined;
+    const error = meta?.['error'] as { type?: unknown } | undefined;
+    const released = error?.type === releasedFailureType || meta?.['workflowType'] === 'toolCall';
+    if (entry.message === 'Workflow failed' && released) return;
+    base.log(entry.level, entry.message, entry.meta);
+  });
   try {
-    Runtime.install({ logger: new DefaultLogger(configured) });
+    Runtime.install({ logger });
   } catch {
     // Already installed by the host application: keep its choice.
   }

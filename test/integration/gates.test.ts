@@ -1,0 +1,349 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CallRecord } from '../../src/contracts/call-record.ts';
+import { agent, createHarness, type Harness } from '../support/harness.ts';
+import { waitFor } from '../support/wait.ts';
+
+const transfer = (reference: string, overrides: Record<string, unknown> = {}) => ({
+  tool: 'transfer_funds',
+  input: {
+    reference,
+    from: 'ACC-1',
+    to: 'ACC-2',
+    amountCents: 1250,
+    currency: 'EUR',
+    memo: null,
+    ...overrides,
+  },
+});
+
+describe('the five gates against a real dev server', () => {
+  let harness: Harness;
+  beforeAll(async () => {
+    harness = await createHarness();
+  });
+  afterAll(async () => harness?.close());
+
+  const executions = (tool?: string) =>
+    harness
+      .readLines(harness.tools.paths.executionsFile)
+      .then((lines) => lines.filter((line) => !tool || line['tool'] === tool));
+
+  it('runs a readonly call and records its transitions', async () => {
+    const record = await harness.client.call({ tool: 'read_config', input: { name: 'region' } }, agent);
+    expect(record).toMatchObject({ status: 'succeeded', effect: 'none', tier: 'readonly', attempts: 1 });
+    expect(record.output).toEqual({ name: 'region', value: 'eu-west' });
+    expect(record.transitions.map((transition) => transition.status)).toEqual([
+      'pending',
+      'running',
+      'succeeded',
+    ]);
+    expect(record.callId).toMatch(/^toolgate\/acme\/read_config\/~/);
+  });
+
+  it('denies a tool that is registered but not allowlisted, before any side effect', async () => {
+    const record = await harness.client.call(
+      { tool: 'delete_everything', input: { confirm: true } },
+      { ...agent },
+    );
+    // No key: the idempotency gate refuses first, as the cheap, certain gates come first.
+    expect(record).toMatchObject({ status: 'denied', reason: 'KEY_REQUIRED', effect: 'none' });
+    const keyed = await harness.client.call(
+      { tool: 'delete_everything', input: { confirm: true }, key: 'purge-1' },
+      agent,
+    );
+    expect(keyed).toMatchObject({ status: 'denied', reason: 'NOT_ALLOWED', effect: 'none' });
+    expect(await executions('delete_everything')).toHaveLength(0);
+  });
+
+  it('matches tool names exactly: look-alikes and prototype names are NOT_ALLOWED', async () => {
+    for (const tool of [
+      'read_confg',
+      'Read_Config',
+      'read_config ',
+      '__proto__',
+      'constructor',
+      'toString',
+      'read_config\u200b',
+    ]) {
+      const record = await harness.client.call({ tool, input: { name: 'region' } }, agent);
+      expect(record, tool).toMatchObject({ status: 'denied', reason: 'NOT_ALLOWED', effect: 'none' });
+    }
+    expect(await executions('read_config')).toHaveLength(1);
+  });
+
+  it('refuses invalid arguments with INVALID_INPUT naming the field', async () => {
+    const record = await harness.client.call(
+      { tool: 'read_config', input: { name: 'region', extra: 1 } },
+      agent,
+    );
+    expect(record).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none' });
+    expect(record.message).toContain('extra');
+  });
+
+  it('denies an irreversible call without a key with KEY_REQUIRED', async () => {
+    const record = await harness.client.call(
+      { tool: 'write_report', input: { path: 'a.md', content: 'x' } },
+      agent,
+    );
+    expect(record).toMatchObject({ status: 'denied', reason: 'KEY_REQUIRED', effect: 'none' });
+    expect(await readdir(harness.tools.paths.reportsDir).catch(() => [])).toHaveLength(0);
+  });
+
+  it('denies a path that escapes the sandbox, with effect none', async () => {
+    for (const path of ['../escape.md', '/etc/passwd', 'a/../../b.md', '..%2fx.md']) {
+      const record = await harness.client.call(
+        { tool: 'write_report', input: { path, content: 'x' }, key: `esc-${path.length}` },
+        agent,
+      );
+      expect(record, path).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none' });
+    }
+    expect(await executions('write_report')).toHaveLength(0);
+  });
+
+  it('deduplicates a repeated irreversible call: one file, the stored record returned', async () => {
+    const request = {
+      tool: 'write_report',
+      input: { path: 'q3/summary.md', content: 'revenue up' },
+      key: 'report-q3',
+    };
+    const first = await harness.client.call(request, agent);
+    expect(first).toMatchObject({ status: 'succeeded', effect: 'applied', key: 'report-q3' });
+    const again = await harness.client.start(request, agent);
+    expect(again.disposition).toBe('existing');
+    expect(again.record).toEqual(first);
+    expect(await readFile(join(harness.tools.paths.reportsDir, 'q3/summary.md'), 'utf8')).toBe('revenue up');
+    expect(await executions('write_report')).toHaveLength(1);
+  });
+
+  it('refuses a reused key with different arguments: KEY_MISMATCH', async () => {
+    const first = await harness.client.call(
+      { tool: 'write_report', input: { path: 'm.md', content: 'one' }, key: 'mismatch-1' },
+      agent,
+    );
+    expect(first.status).toBe('succeeded');
+    const second = await harness.client.call(
+      { tool: 'write_report', input: { path: 'm.md', content: 'two' }, key: 'mismatch-1' },
+      agent,
+    );
+    expect(second).toMatchObject({ status: 'denied', reason: 'KEY_MISMATCH', effect: 'none' });
+    expect(await readFile(join(harness.tools.paths.reportsDir, 'm.md'), 'utf8')).toBe('one');
+  });
+
+  it('refuses KEY_MISMATCH when two different calls race for one key', async () => {
+    const results = await Promise.all(
+      ['alpha', 'beta'].map((content) =>
+        harness.client.call(
+          { tool: 'write_report', input: { path: 'race.md', content }, key: 'race-1' },
+          agent,
+        ),
+      ),
+    );
+    const statuses = results.map((record) => `${record.status}:${record.reason ?? ''}`).sort();
+    expect(statuses).toEqual(['denied:KEY_MISMATCH', 'succeeded:']);
+    const winner = results.find((record) => record.status === 'succeeded')!;
+    expect(await readFile(join(harness.tools.paths.reportsDir, 'race.md'), 'utf8')).toBe(
+      (winner.input as { content: string }).content,
+    );
+  });
+
+  it('gives 50 concurrent callers with one key exactly one side effect and the same record', async () => {
+    const request = { tool: 'write_report', input: { path: 'fifty.md', content: 'once' }, key: 'fifty' };
+    const records = await Promise.all(Array.from({ length: 50 }, () => harness.client.call(request, agent)));
+    expect(new Set(records.map((record) => JSON.stringify(record))).size).toBe(1);
+    expect(records[0]).toMatchObject({ status: 'succeeded', effect: 'applied' });
+    const writes = (await executions('write_report')).filter((line) => line['callId'] === records[0]!.callId);
+    expect(writes).toHaveLength(1);
+  });
+
+  it('ends a tool that ignores its signal as timeout within its deadline plus a small margin', async () => {
+    const started = Date.now();
+    const record = await harness.client.call(
+      { tool: 'stubborn_search', input: { query: 'q', delayMs: 10_000 } },
+      agent,
+    );
+    const elapsed = Date.now() - started;
+    expect(record).toMatchObject({ status: 'timeout', reason: 'TIMEOUT', effect: 'none' });
+    // Deadline 1000 ms; the margin covers workflow and activity task round trips.
+    expect(elapsed).toBeLessThan(2_500);
+    expect(elapsed).toBeGreaterThanOrEqual(1_000);
+  });
+
+  it('cancels a running call; the tool stops within 100 ms and the status follows', async () => {
+    const started = await harness.client.start(
+      { tool: 'slow_search', input: { query: 'cats', delayMs: 20_000 } },
+      agent,
+    );
+    await waitFor(async () =>
+      (await executions('slow_search')).some(
+        (line) => line['callId'] === started.callId && line['event'] === 'start',
+      )
+        ? true
+        : undefined,
+    );
+    const record = await harness.client.cancel(started.callId);
+    expect(record).toMatchObject({ status: 'cancelled', reason: 'CANCELLED', effect: 'none' });
+    const stopped = (await executions('slow_search')).find(
+      (line) => line['callId'] === started.callId && line['event'] === 'stopped',
+    );
+    expect(stopped).toBeDefined();
+    const abortedAt = stopped!['abortedAtMs'] as number;
+    const stoppedAt = stopped!['stoppedAtMs'] as number;
+    expect(stoppedAt - abortedAt).toBeLessThan(100);
+    const cancelledAt = Date.parse(record.transitions.at(-1)!.at);
+    // Workflow time has millisecond resolution from the server; the tool had stopped before it.
+    expect(cancelledAt).toBeGreaterThanOrEqual(stoppedAt - 5);
+  });
+
+  describe('approval', () => {
+    const approvedRecord = async (callId: string) =>
+      waitFor(
+        async () => {
+          const record = await harness.client.get(callId);
+          return record?.status === 'awaiting_approval' ? record : undefined;
+        },
+        { what: 'awaiting_approval' },
+      );
+
+    it('runs an approved call exactly once, bound to its arguments', async () => {
+      const started = await harness.client.start(transfer('t-approve'), agent);
+      const waiting = await approvedRecord(started.callId);
+      expect(waiting.approval?.preview).toBe('Transfer 12.50 EUR from ACC-1 to ACC-2');
+      expect(await harness.readLines(harness.tools.paths.ledgerFile)).toHaveLength(0);
+      const outcome = await harness.client.approve(started.callId, { approver: 'alice', comment: 'ok' });
+      expect(outcome).toMatchObject({ accepted: true, state: 'accepted' });
+      const record = await harness.client.result(started.callId);
+      expect(record).toMatchObject({ status: 'succeeded', effect: 'applied', key: 'transfer-t-approve' });
+      expect(record.approval).toMatchObject({ decidedBy: 'alice', decision: 'approve', comment: 'ok' });
+      const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
+      expect(ledger.filter((line) => line['reference'] === 't-approve')).toHaveLength(1);
+      expect(ledger.find((line) => line['reference'] === 't-approve')?.['key']).toBe('transfer-t-approve');
+    });
+
+    it('accepts an approver by role', async () => {
+      const started = await harness.client.start(transfer('t-role'), agent);
+      await approvedRecord(started.callId);
+      const outcome = await harness.client.approve(started.callId, { approver: 'bob', roles: ['finance'] });
+      expect(outcome.accepted).toBe(true);
+      expect((await harness.client.result(started.callId)).status).toBe('succeeded');
+    });
+
+    it('refuses forged, self, wrong-hash and unlisted decisions, records them, and keeps waiting', async () => {
+      const started = await harness.client.start(transfer('t-refuse'), agent);
+      const waiting = await approvedRecord(started.callId);
+      const forged = await harness.client.sendDecision(started.callId, {
+        claims: { decision: 'approve', approver: 'alice', nonce: 'forged-nonce-1' },
+        signature: 'AAAA',
+      });
+      expect(forged).toMatchObject({ accepted: false, state: 'refused' });
+      const self = await harness.client.approve(started.callId, {
+        approver: agent.principal,
+        roles: ['finance'],
+      });
+      expect(self).toMatchObject({ accepted: false, state: 'refused' });
+      expect(self.reason).toContain('requester');
+      const claims = {
+        callId: started.callId,
+        decision: 'approve' as const,
+        approver: 'alice',
+        approverKind: 'human' as const,
+        roles: [],
+        fingerprint: 'f'.repeat(64),
+        issuedAt: new Date().toISOString(),
+        nonce: 'wrong-hash-nonce',
+      };
+      const wrongHash = await harness.client.sendDecision(started.callId, harness.signer.sign(claims));
+      expect(wrongHash).toMatchObject({ accepted: false, state: 'refused' });
+      expect(wrongHash.reason).toContain('argument hash');
+      const unlisted = await harness.client.approve(started.callId, { approver: 'mallory' });
+      expect(unlisted.reason).toContain('not an approver');
+      const agentApprover = await harness.client.sendDecision(
+        started.callId,
+        harness.signer.sign({
+          ...claims,
+          fingerprint: waiting.fingerprint,
+          approverKind: 'agent',
+          nonce: 'agent-nonce-1',
+        }),
+      );
+      expect(agentApprover.reason).toContain('only humans');
+
+      const record = await harness.client.get(started.callId);
+      expect(record?.status).toBe('awaiting_approval');
+      expect(record?.refusedDecisions).toHaveLength(5);
+      expect(
+        await harness
+          .readLines(harness.tools.paths.ledgerFile)
+          .then((lines) => lines.filter((line) => line['reference'] === 't-refuse')),
+      ).toHaveLength(0);
+
+      const rejected = await harness.client.reject(started.callId, {
+        approver: 'alice',
+        comment: 'not today',
+      });
+      expect(rejected.accepted).toBe(true);
+      const final = await harness.client.result(started.callId);
+      expect(final).toMatchObject({ status: 'denied', reason: 'APPROVAL_REJECTED', effect: 'none' });
+      const late = await harness.client.approve(started.callId, { approver: 'alice' });
+      expect(late).toMatchObject({ accepted: false, state: 'closed' });
+      expect(
+        await harness
+          .readLines(harness.tools.paths.ledgerFile)
+          .then((lines) => lines.filter((line) => line['reference'] === 't-refuse')),
+      ).toHaveLength(0);
+    });
+
+    it('cancelling while awaiting approval means nothing runs', async () => {
+      const started = await harness.client.start(transfer('t-cancel'), agent);
+      await approvedRecord(started.callId);
+      const record = await harness.client.cancel(started.callId);
+      expect(record).toMatchObject({ status: 'denied', reason: 'CANCELLED', effect: 'none' });
+      const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
+      expect(ledger.filter((line) => line['reference'] === 't-cancel')).toHaveLength(0);
+    });
+
+    it('survives a worker restart while waiting, then executes exactly once', async () => {
+      const started = await harness.client.start(transfer('t-restart'), agent);
+      await approvedRecord(started.callId);
+      await harness.stopWorker();
+      await harness.startWorker();
+      const outcome = await harness.client.approve(started.callId, { approver: 'alice' });
+      expect(outcome.accepted).toBe(true);
+      const record: CallRecord = await harness.client.result(started.callId);
+      expect(record.status).toBe('succeeded');
+      const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
+      expect(ledger.filter((line) => line['reference'] === 't-restart')).toHaveLength(1);
+    });
+  });
+});
+
+describe('approval expiry', () => {
+  let harness: Harness;
+  beforeAll(async () => {
+    harness = await createHarness({
+      policy: {
+        allow: ['transfer_funds'],
+        approvals: { transfer_funds: { expiresAfterMs: 1_500 } },
+      },
+    });
+  });
+  afterAll(async () => harness?.close());
+
+  it('expires an unanswered call with APPROVAL_EXPIRED and runs nothing', async () => {
+    const started = Date.now();
+    const record = await harness.client.call(transfer('t-expire'), agent);
+    expect(record).toMatchObject({ status: 'denied', reason: 'APPROVAL_EXPIRED', effect: 'none' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_500);
+    expect(record.transitions.map((transition) => transition.status)).toEqual([
+      'pending',
+      'awaiting_approval',
+      'denied',
+    ]);
+    expect(await harness.readLines(harness.tools.paths.ledgerFile)).toHaveLength(0);
+    // The key was released because nothing ran: the same request may be sent again.
+    const again = await harness.client.start(transfer('t-expire'), agent);
+    expect(again.disposition).toBe('started');
+    await harness.client.cancel(again.callId);
+  });
+});
