@@ -2,7 +2,7 @@ import { access, mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { createActivities } from '../activities/create-activities.ts';
+import { createActivities, type ToolPolicy } from '../activities/create-activities.ts';
 import { createExampleTools, type ExampleTools } from '../activities/tools/example-tools.ts';
 import {
   type ApprovalSigner,
@@ -33,6 +33,8 @@ export interface EmbeddedOptions {
   readonly uiPort?: number;
   readonly headless?: boolean;
   readonly onProgress?: (line: string) => void;
+  /** The worker's tool policy; defaults to the example allowlist. */
+  readonly policy?: ToolPolicy;
   /** Ask for eager workflow start (the client shares the worker's process). */
   readonly eagerStart?: boolean;
 }
@@ -123,7 +125,7 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       activities: createActivities({
         tools: tools.tools,
         compensations: tools.compensations,
-        policy: { allow: exampleAllowlist },
+        policy: options.policy ?? { allow: exampleAllowlist },
         approvalPublicKeys: [publicKey],
       }),
     });

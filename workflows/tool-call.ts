@@ -410,7 +410,8 @@ export function keyIsReleased(record: CallRecord, tier: SideEffectTier | undefin
 function summarizeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
   const lines = issues.slice(0, 5).map((issue) => {
     const path = issue.path.map((part) => String(part)).join('.');
-    return path ? `${path}: ${issue.message}` : issue.message;
+    const message = issue.message.replace(/\.$/, '');
+    return path ? `${path}: ${message}` : message;
   });
   const more = issues.length > 5 ? ` (and ${issues.length - 5} more)` : '';
   return `Invalid arguments: ${lines.join('; ')}${more}. ${reasonCodes.INVALID_INPUT.nextStep}`;

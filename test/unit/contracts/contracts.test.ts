@@ -1,0 +1,215 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { verifySignedDecision } from '../../../activities/create-activities.ts';
+import { createApprovalSigner, decisionClaims } from '../../../src/client/approval-signer.ts';
+import { callId, toolSegment } from '../../../src/contracts/call-id.ts';
+import type { CallRecord } from '../../../src/contracts/call-record.ts';
+import { canonicalJson } from '../../../src/contracts/canonical-json.ts';
+import { createCatalog, defineTool, lookupTool } from '../../../src/contracts/define-tool.ts';
+import { callFingerprint, sha256Hex } from '../../../src/contracts/fingerprint.ts';
+import { checkInputLimits, utf8Length } from '../../../src/contracts/limits.ts';
+import { reasonCodes, retryableReasonCodes } from '../../../src/contracts/reason-codes.ts';
+import { isToolAllowed } from '../../../src/policy/allowlist.ts';
+import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
+import { keyIsReleased } from '../../../workflows/tool-call.ts';
+
+describe('canonical JSON and fingerprints', () => {
+  it('sorts keys at every level and ignores undefined members', () => {
+    expect(canonicalJson({ b: 1, a: { d: [1, { z: 0, y: 'x' }], c: undefined } })).toBe(
+      '{"a":{"d":[1,{"y":"x","z":0}]},"b":1}',
+    );
+  });
+  it('refuses values JSON cannot carry', () => {
+    expect(() => canonicalJson({ n: Number.NaN })).toThrow(/non-finite/);
+    const cycle: Record<string, unknown> = {};
+    cycle['self'] = cycle;
+    expect(() => canonicalJson(cycle)).toThrow(/cycle/);
+  });
+  it('gives equal fingerprints to equal meaning and different ones otherwise', () => {
+    expect(callFingerprint('t', { a: 1, b: 2 })).toBe(callFingerprint('t', { b: 2, a: 1 }));
+    expect(callFingerprint('t', { a: 1 })).not.toBe(callFingerprint('u', { a: 1 }));
+    expect(callFingerprint('t', { a: 1 })).not.toBe(callFingerprint('t', { a: '1' }));
+    // A published SHA-256 test vector proves the hash is the real one.
+    expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+});
+
+describe('call IDs', () => {
+  it('scopes a key by tenant and tool', () => {
+    expect(callId({ tenant: 'acme', tool: 'write_report', key: 'k1', unique: 'u' })).toBe(
+      'toolgate/acme/write_report/k/k1',
+    );
+    expect(callId({ tenant: 'acme', tool: 'write_report', unique: 'u' })).toBe(
+      'toolgate/acme/write_report/~u',
+    );
+  });
+  it('hashes a tool name that could inject separators', () => {
+    expect(toolSegment('../../x')).toMatch(/^invalid-[0-9a-f]{16}$/);
+    expect(toolSegment('a/b')).not.toContain('/');
+  });
+});
+
+describe('defineTool', () => {
+  const input = z.strictObject({ x: z.string() });
+  it('caps attempts at one for irreversible tools whatever is asked', () => {
+    const tool = defineTool({
+      name: 'pay',
+      description: 'd',
+      input,
+      tier: 'irreversible',
+      timeoutMs: 100,
+      retry: { maximumAttempts: 9 },
+    });
+    expect(tool.retry.maximumAttempts).toBe(1);
+    const readonly = defineTool({ name: 'look', description: 'd', input, tier: 'readonly', timeoutMs: 100 });
+    expect(readonly.retry.maximumAttempts).toBe(3);
+  });
+  it('refuses contracts that could not be honoured', () => {
+    expect(() =>
+      defineTool({ name: 'bad name', description: 'd', input, tier: 'readonly', timeoutMs: 1 }),
+    ).toThrow(/invalid/);
+    expect(() => defineTool({ name: 'a', description: 'd', input, tier: 'approval', timeoutMs: 1 })).toThrow(
+      /approval settings/,
+    );
+    expect(() =>
+      defineTool({
+        name: 'a',
+        description: 'd',
+        input,
+        tier: 'irreversible',
+        timeoutMs: 1,
+        compensation: 'x',
+      }),
+    ).toThrow(/reversible/);
+    expect(() =>
+      defineTool({ name: 'a', description: 'd', input, tier: 'irreversible', timeoutMs: 1, fastPath: true }),
+    ).toThrow(/readonly/);
+    expect(() =>
+      defineTool({ name: 'a', description: 'd', input: z.string() as never, tier: 'readonly', timeoutMs: 1 }),
+    ).toThrow(/strictObject/);
+  });
+  it('looks tools up by own property only', () => {
+    const catalog = createCatalog([
+      defineTool({ name: 'look', description: 'd', input, tier: 'readonly', timeoutMs: 1 }),
+    ]);
+    expect(lookupTool(catalog, 'look')?.name).toBe('look');
+    for (const name of ['__proto__', 'constructor', 'hasOwnProperty', 'Look', 'look ', 42]) {
+      expect(lookupTool(catalog, name)).toBeUndefined();
+    }
+    expect(() => createCatalog([lookupTool(catalog, 'look')!, lookupTool(catalog, 'look')!])).toThrow(
+      /twice/,
+    );
+  });
+});
+
+describe('limits', () => {
+  it('refuses size, depth and string length with guidance', () => {
+    expect(checkInputLimits({ a: 'x'.repeat(70_000) })?.limit).toBe('maxStringLength');
+    let deep: unknown = 'leaf';
+    for (let level = 0; level < 40; level++) deep = { deep };
+    expect(checkInputLimits(deep)?.limit).toBe('maxDepth');
+    const wide = Object.fromEntries(
+      Array.from({ length: 5000 }, (_, index) => [`k${index}`, 'y'.repeat(60)]),
+    );
+    const breach = checkInputLimits(wide);
+    expect(breach?.limit).toBe('maxInputBytes');
+    expect(breach?.message).toMatch(/limit is 262144/);
+    expect(checkInputLimits({ ok: true })).toBeUndefined();
+  });
+  it('counts UTF-8 bytes like Buffer does', () => {
+    for (const text of ['abc', 'é', '€', '😀', 'a😀é€'])
+      expect(utf8Length(text)).toBe(Buffer.byteLength(text));
+  });
+});
+
+describe('reason codes and the allowlist', () => {
+  it('marks only codes where an unchanged retry can help as retryable', () => {
+    expect([...retryableReasonCodes].sort()).toEqual(['RATE_LIMITED', 'TIMEOUT', 'TOOL_FAILED']);
+    for (const info of Object.values(reasonCodes)) expect(info.nextStep.length).toBeGreaterThan(10);
+  });
+  it('denies by default and matches names exactly', () => {
+    const policy = { allow: ['read_config'], tenants: { beta: ['slow_search'] } };
+    expect(isToolAllowed(policy, 'read_config', 'acme')).toBe(true);
+    expect(isToolAllowed(policy, 'slow_search', 'acme')).toBe(false);
+    expect(isToolAllowed(policy, 'slow_search', 'beta')).toBe(true);
+    expect(isToolAllowed(policy, 'slow_search', '__proto__')).toBe(false);
+    expect(isToolAllowed({ allow: [] }, 'read_config', 'acme')).toBe(false);
+  });
+});
+
+describe('key release rules', () => {
+  const record = (status: CallRecord['status'], effect: CallRecord['effect']) =>
+    ({ status, effect }) as CallRecord;
+  it('keeps the key after success and after an unknown irreversible outcome', () => {
+    expect(keyIsReleased(record('succeeded', 'applied'), 'irreversible')).toBe(false);
+    expect(keyIsReleased(record('timeout', 'unknown'), 'irreversible')).toBe(false);
+    expect(keyIsReleased(record('cancelled', 'unknown'), 'approval')).toBe(false);
+  });
+  it('releases it after a denial and after retry-safe failures', () => {
+    expect(keyIsReleased(record('denied', 'none'), 'approval')).toBe(true);
+    expect(keyIsReleased(record('failed', 'none'), 'readonly')).toBe(true);
+    expect(keyIsReleased(record('timeout', 'unknown'), 'reversible')).toBe(true);
+    expect(keyIsReleased(record('failed', 'none'), 'irreversible')).toBe(true);
+  });
+});
+
+describe('signed decisions', () => {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const other = generateKeyPairSync('ed25519');
+  const signer = createApprovalSigner(privateKey);
+  const fingerprint = callFingerprint('transfer_funds', { a: 1 });
+  const request = (payload: unknown) => ({
+    payload,
+    callId: 'c1',
+    fingerprint,
+    requester: 'agent-7',
+    approvers: ['alice', 'role:finance'],
+  });
+  const claims = (overrides: Partial<Parameters<typeof decisionClaims>[0]> = {}) =>
+    decisionClaims({
+      callId: 'c1',
+      decision: 'approve',
+      approver: 'alice',
+      approverKind: 'human',
+      roles: [],
+      fingerprint,
+      ...overrides,
+    });
+
+  it('accepts a fresh decision signed by a trusted key from a listed human', () => {
+    expect(verifySignedDecision(request(signer.sign(claims())), [publicKey], 60_000).accepted).toBe(true);
+    expect(
+      verifySignedDecision(
+        request(signer.sign(claims({ approver: 'bob', roles: ['finance'] }))),
+        [publicKey],
+        60_000,
+      ).accepted,
+    ).toBe(true);
+  });
+  it('refuses each way a decision can be wrong, with a reason', () => {
+    const cases: Array<[unknown, RegExp]> = [
+      [{ claims: { approver: 'alice' }, signature: 'x' }, /not a signed decision/],
+      [createApprovalSigner(other.privateKey).sign(claims()), /trusted approval signer/],
+      [{ ...signer.sign(claims()), claims: { ...claims(), approver: 'mallory' } }, /trusted approval signer/],
+      [signer.sign(claims({ approver: 'agent-7', roles: ['finance'] })), /requester/],
+      [signer.sign(claims({ approverKind: 'service' })), /only humans/],
+      [signer.sign(claims({ fingerprint: '0'.repeat(64) })), /argument hash/],
+      [signer.sign(claims({ callId: 'c2' })), /different call/],
+      [signer.sign(claims({ approver: 'mallory' })), /not an approver/],
+      [signer.sign(claims({ issuedAt: new Date(Date.now() - 120_000).toISOString() })), /stale/],
+    ];
+    for (const [payload, reason] of cases) {
+      const verdict = verifySignedDecision(request(payload), [publicKey], 60_000);
+      expect(verdict.accepted).toBe(false);
+      expect(verdict.accepted ? '' : verdict.reason).toMatch(reason);
+    }
+  });
+});
+
+describe('example catalog', () => {
+  it('derives the transfer key from the business reference', () => {
+    const contract = lookupTool(exampleCatalog, 'transfer_funds')!;
+    expect(contract.idempotencyKey?.({ reference: 'INV-7' } as never)).toBe('transfer-INV-7');
+  });
+});
