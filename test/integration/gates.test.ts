@@ -42,6 +42,10 @@ describe('the five gates against a real dev server', () => {
     expect(record.callId).toMatch(/^toolgate\/acme\/read_config\/~/);
   });
 
+  it('exposes the dedup window: the namespace retention, 24 h on the dev server', async () => {
+    expect(await harness.client.dedupWindowSeconds()).toBe(24 * 60 * 60);
+  });
+
   it('denies a tool that is registered but not allowlisted, before any side effect', async () => {
     const record = await harness.client.call(
       { tool: 'delete_everything', input: { confirm: true } },

@@ -1,0 +1,87 @@
+// The public API of toolgate. Everything a user calls is listed here by name; nothing is
+// re-exported wholesale, so an internal rename never leaks into users' code.
+
+export type {
+  AdmissionGate,
+  CreateActivitiesOptions,
+  OperatorLogger,
+  ToolPolicy,
+} from '../activities/create-activities.ts';
+export { createActivities } from '../activities/create-activities.ts';
+export type { Sandbox } from '../activities/safety/sandbox.ts';
+export { sandboxedPath } from '../activities/safety/sandbox.ts';
+export type {
+  CompensationExecution,
+  CompensationImplementation,
+  ToolExecution,
+  ToolImplementation,
+} from '../activities/tool-implementation.ts';
+export {
+  implementCompensation,
+  implementTool,
+  ToolDenied,
+  ToolError,
+} from '../activities/tool-implementation.ts';
+export { createExampleTools, exampleToolPaths } from '../activities/tools/example-tools.ts';
+export type { ToolCallRequest, ToolCallWorkflowOptions } from '../workflows/tool-call.ts';
+export { createToolCallWorkflow } from '../workflows/tool-call.ts';
+export type { ApprovalKeyFiles, ApprovalSigner } from './client/approval-signer.ts';
+export {
+  createApprovalSigner,
+  decisionClaims,
+  loadOrCreateApprovalKeys,
+  loadPublicKey,
+} from './client/approval-signer.ts';
+export {
+  defaultTaskQueue,
+  externalClusterRequested,
+  loadExternalClusterConfig,
+} from './client/connection-settings.ts';
+export type {
+  CallRequest,
+  DecisionOptions,
+  DecisionOutcome,
+  StartDisposition,
+  StartedCall,
+  ToolgateClientOptions,
+} from './client/toolgate-client.ts';
+export { ToolgateClient, ToolgateUsageError } from './client/toolgate-client.ts';
+export type { DecisionClaims, SignedDecision } from './contracts/approval.ts';
+export { callId, idempotencyKeyPattern } from './contracts/call-id.ts';
+export type {
+  ApprovalState,
+  CallContext,
+  CallRecord,
+  PrincipalKind,
+  RefusedDecision,
+  ReplayInfo,
+  Transition,
+  UndoInfo,
+} from './contracts/call-record.ts';
+export { CallEffect, CallStatus, isTerminalStatus, terminalStatuses } from './contracts/call-record.ts';
+export { canonicalJson } from './contracts/canonical-json.ts';
+export type {
+  DefineToolOptions,
+  ToolApprovalSettings,
+  ToolCatalog,
+  ToolContract,
+  ToolRetryOptions,
+} from './contracts/define-tool.ts';
+export { createCatalog, defineTool, lookupTool } from './contracts/define-tool.ts';
+export { callFingerprint, sha256Hex } from './contracts/fingerprint.ts';
+export type { PayloadLimits } from './contracts/limits.ts';
+export { checkInputLimits, defaultPayloadLimits } from './contracts/limits.ts';
+export type { ReasonCodeInfo } from './contracts/reason-codes.ts';
+export { ReasonCode, reasonCodes, retryableReasonCodes } from './contracts/reason-codes.ts';
+export { relativePathProblem, sandboxedRelativePath } from './contracts/sandboxed-path.ts';
+export { searchAttributeKeys } from './contracts/search-attributes.ts';
+export { SideEffectTier, tierRequiresKey } from './contracts/tier.ts';
+export type { DevServer, DevServerOptions, FoundCli } from './dev/index.ts';
+export { findTemporalCli, startDevServer } from './dev/index.ts';
+export type { Embedded, EmbeddedOptions } from './embedded.ts';
+export { startEmbedded } from './embedded.ts';
+export type { AllowlistPolicy } from './policy/allowlist.ts';
+export { exampleAllowlist, exampleCatalog } from './tools/example-contracts.ts';
+export type { CreateWorkerOptions } from './worker/create-worker.ts';
+export { bundleToolgateWorkflows, createWorker, defaultWorkflowsPath } from './worker/create-worker.ts';
+export { installRuntimeLogging } from './worker/runtime-logging.ts';
