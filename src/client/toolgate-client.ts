@@ -106,7 +106,11 @@ export class ToolgateClient {
   async start(
     request: CallRequest,
     context: CallContext,
-    options: { replay?: ReplayInfo } = {},
+    options: {
+      replay?: ReplayInfo;
+      /** For operator replays only: run under this existing call's ID (a keyless call has no other). */
+      callId?: string;
+    } = {},
   ): Promise<StartedCall> {
     checkContext(context);
     const key = this.#keyFor(request);
@@ -123,7 +127,10 @@ export class ToolgateClient {
     } catch {
       return refuse('INVALID_INPUT', 'The arguments must be plain JSON values.');
     }
-    const id = makeCallId({ tenant: context.tenant, tool: request.tool, key, unique: randomUUID() });
+    const id =
+      options.replay && options.callId
+        ? options.callId
+        : makeCallId({ tenant: context.tenant, tool: request.tool, key, unique: randomUUID() });
     const startNonce = randomUUID();
     const workflowRequest: ToolCallRequest = {
       tool: request.tool,
@@ -217,6 +224,18 @@ export class ToolgateClient {
       options.queryTimeoutMs ?? 10_000,
       'No worker answered the record query; is a toolgate worker running?',
     );
+  }
+
+  /**
+   * The dedup window: how long a closed call's key stays taken. It equals the namespace's retention
+   * (24 h on the dev server); after that the closed run is deleted and the key is free again.
+   */
+  async dedupWindowSeconds(): Promise<number | undefined> {
+    const response = await this.temporal.workflowService.describeNamespace({
+      namespace: this.temporal.options.namespace,
+    });
+    const retention = response.config?.workflowExecutionRetentionTtl;
+    return retention?.seconds == null ? undefined : Number(retention.seconds);
   }
 
   /** Cancels a call and waits until it has really stopped. Returns its final record. */
