@@ -36,4 +36,4 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 
 # SIGTERM handling: compose runs this with `init: true`, so PID 1 is a real init that forwards signals.
-CMD ["npx", "tsx", "src/cli/main.ts", "worker"]
+CMD ["npx", "tsx", "src/cli/run.ts", "worker"]

@@ -583,7 +583,7 @@ describe('Dockerfile and .dockerignore', () => {
     const lastFrom = instructions.map((l) => /^FROM\s/i.test(l)).lastIndexOf(true);
     const users = instructions.slice(lastFrom).filter((l) => /^USER\s/.test(l));
     expect(users.at(-1)).toBe('USER node');
-    expect(instructions.at(-1)).toBe('CMD ["npx", "tsx", "src/cli/main.ts", "worker"]');
+    expect(instructions.at(-1)).toBe('CMD ["npx", "tsx", "src/cli/run.ts", "worker"]');
     for (const line of instructions.filter((l) => /^(ENV|ARG)\s/.test(l))) {
       expect(line).not.toMatch(SECRET_NAME);
     }
