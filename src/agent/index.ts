@@ -1,0 +1,58 @@
+/**
+ * Agent adapters: tool definitions for models, tool_use → tool_result for Anthropic and OpenAI,
+ * bounded parallel calls, and the lookup activity for agents written as workflows. The AI SDK
+ * adapter is exported from `./ai-sdk.ts` on its own, so only its users load `ai`.
+ */
+export type {
+  AnthropicAssistantMessage,
+  AnthropicToolResultMessage,
+  AnthropicTurnResult,
+} from './anthropic.ts';
+export { answerAnthropicToolUse, anthropicToolCalls, anthropicToolResultMessage } from './anthropic.ts';
+export { createToolCallLookupActivities } from './lookup-activities.ts';
+export type { ModelToolResult } from './model-messages.ts';
+export {
+  maximumResultCharacters,
+  modelErrorText,
+  modelResultForPending,
+  modelResultForRecord,
+  scrubForModel,
+} from './model-messages.ts';
+export type {
+  OpenAIChatAssistantMessage,
+  OpenAIChatTurnResult,
+  OpenAIResponsesTurnResult,
+} from './openai.ts';
+export {
+  answerOpenAIChatToolCalls,
+  answerOpenAIResponsesFunctionCalls,
+  openAIChatToolCalls,
+  openAIChatToolMessages,
+  openAIResponsesOutputItems,
+  openAIResponsesToolCalls,
+} from './openai.ts';
+export type {
+  KeyFunction,
+  ModelToolCall,
+  RunToolCallsOptions,
+  ToolCallOutcome,
+  ToolCallState,
+  ToolgateCaller,
+} from './run-tool-calls.ts';
+export {
+  ApprovalMode,
+  awaitPendingCall,
+  deriveKey,
+  mapWithConcurrency,
+  runOneToolCall,
+  runToolCalls,
+} from './run-tool-calls.ts';
+export type { JsonSchema, ToolDefinitionOptions } from './tool-definitions.ts';
+export {
+  anthropicTools,
+  modelDescription,
+  openAIChatTools,
+  openAIResponsesTools,
+  strictCompatibilityProblems,
+  strictInputSchema,
+} from './tool-definitions.ts';

@@ -1,0 +1,37 @@
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
+import { ToolgateClient } from '../client/toolgate-client.ts';
+import type { ToolCallLookup, ToolCallLookupActivities } from '../workflow.ts';
+
+/**
+ * The local activity agent workflows need to resolve duplicate child calls (see `toolgate/workflow`).
+ * Register it on the worker that runs the agent workflows, next to the toolgate activities:
+ *
+ * ```ts
+ * activities: { ...createActivities(...), ...createToolCallLookupActivities(temporalClient) }
+ * ```
+ */
+export function createToolCallLookupActivities(client: Client): ToolCallLookupActivities {
+  const toolgate = new ToolgateClient({ client });
+  return {
+    async lookupToolCall({ callId }): Promise<ToolCallLookup> {
+      let description: Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['describe']>>;
+      try {
+        description = await client.workflow.getHandle(callId).describe();
+      } catch (error) {
+        if (error instanceof WorkflowNotFoundError) return { state: 'not_found' };
+        throw error;
+      }
+      const memoFingerprint = description.memo?.['fingerprint'];
+      const fingerprint = typeof memoFingerprint === 'string' ? { fingerprint: memoFingerprint } : {};
+      switch (description.status.name) {
+        case 'RUNNING':
+          return { state: 'running', ...fingerprint };
+        case 'COMPLETED':
+          return { state: 'completed', ...fingerprint, record: await toolgate.result(callId) };
+        default:
+          // Failed, cancelled, terminated or timed out: the key is free, but the record is still useful.
+          return { state: 'released', ...fingerprint, record: await toolgate.result(callId) };
+      }
+    },
+  };
+}

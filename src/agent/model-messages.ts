@@ -1,0 +1,133 @@
+import type { CallRecord } from '../contracts/call-record.ts';
+import { isReasonCode, type ReasonCode, reasonCodes } from '../contracts/reason-codes.ts';
+
+/**
+ * What a model is told about one tool call. `isError` maps to Anthropic's `is_error`; OpenAI has no
+ * such flag, so the text itself starts with the outcome.
+ *
+ * Pure code with no Node imports: agent workflows use it too.
+ */
+export interface ModelToolResult {
+  readonly isError: boolean;
+  readonly text: string;
+}
+
+/** The largest tool result text handed back to a model; longer output is cut with a note. */
+export const maximumResultCharacters = 16_000;
+
+/**
+ * The model-facing text for a closed call record. A success carries the output as JSON. Anything
+ * else is an error whose text names the reason code, says whether retrying the same call can help
+ * and what to do instead, and never carries a stack trace, an internal path or a host name.
+ */
+export function modelResultForRecord(record: CallRecord): ModelToolResult {
+  if (record.status === 'succeeded') {
+    const output = record.output === undefined ? 'null' : safeJson(record.output);
+    return { isError: false, text: truncate(output) };
+  }
+  if (record.status === 'awaiting_approval' || record.status === 'pending' || record.status === 'running') {
+    return modelResultForPending(record.callId, record.status);
+  }
+  const reason: ReasonCode = record.reason && isReasonCode(record.reason) ? record.reason : 'TOOL_FAILED';
+  const detail = record.message ? scrubForModel(record.message) : '';
+  const retryAfter =
+    reason === 'RATE_LIMITED' && record.retryAfterSeconds !== undefined
+      ? ` Wait at least ${Math.ceil(record.retryAfterSeconds)} seconds.`
+      : '';
+  return { isError: true, text: truncate(modelErrorText(reason, detail) + retryAfter) };
+}
+
+/**
+ * The error text for a reason code, optionally with a specific detail from the call. Every code
+ * yields the same three parts: what happened, whether a retry can help, what to do next.
+ */
+export function modelErrorText(reason: ReasonCode, detail = ''): string {
+  const info = reasonCodes[reason];
+  const what = detail.length > 0 ? detail : info.meaning;
+  const retry = info.retryable
+    ? 'Retrying the same call may help.'
+    : 'Retrying the same call unchanged will not help.';
+  const next = what.includes(info.nextStep) ? '' : ` ${info.nextStep}`;
+  return `Error ${reason}: ${ensureSentence(what)} ${retry}${next}`;
+}
+
+/**
+ * The text for a call that is waiting, usually for a human approval. It is not an error: the call is
+ * alive and will finish on its own.
+ */
+export function modelResultForPending(callId: string, status = 'awaiting_approval'): ModelToolResult {
+  const waiting =
+    status === 'awaiting_approval'
+      ? 'is waiting for a human to approve it'
+      : 'has started and is still running';
+  return {
+    isError: false,
+    text:
+      `Pending: this call ${waiting}. Call ID: ${callId}. Do not call the tool again for this action; ` +
+      'the result will be reported when it is decided. Continue with other work or tell the user it is pending.',
+  };
+}
+
+/** The text for a call toolgate could not run at all (for example, the server was unreachable). */
+export function modelResultForInfrastructureError(): ModelToolResult {
+  return {
+    isError: true,
+    text: 'Error TOOL_FAILED: The tool service could not run this call right now. Retrying the same call later may help. Try again shortly, or tell the user the tool is unavailable.',
+  };
+}
+
+const stackLine = /^\s*at\s.+$/gm;
+const stackFrame = /\(?[^\s()]*:\d+:\d+\)?/g;
+const url = /\b[a-z][a-z0-9+.-]*:\/\/[^\s'"<>]+/gi;
+const windowsPath = /\b[A-Za-z]:\\[^\s'"]*/g;
+const absolutePath = /(^|[\s'"(=])(\/[A-Za-z0-9_.~-][^\s'"()]*)/g;
+const ipv4 = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g;
+const ipv6Full = /\b(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}\b/gi;
+const ipv6Compressed =
+  /(?:\b[0-9a-f]{1,4}(?::[0-9a-f]{1,4})*)?::(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4})*)?(?![\w:])/gi;
+const hostWithPort = /\b(?:localhost|[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+):\d{2,5}\b/gi;
+const internalHost =
+  /\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:internal|local|localdomain|lan|corp|intranet|svc|cluster)\b/gi;
+const localhost = /\blocalhost\b/gi;
+
+/**
+ * Removes what must never reach a model: stack frames, URLs, file system paths, IP addresses and
+ * host names. Tool messages are written to be safe already; this is the second line of defence for a
+ * tool that interpolates an error it did not write.
+ */
+export function scrubForModel(text: string): string {
+  return text
+    .replace(stackLine, '')
+    .replace(url, '[address removed]')
+    .replace(windowsPath, '[path removed]')
+    .replace(absolutePath, (_match, lead: string) => `${lead}[path removed]`)
+    .replace(ipv4, '[address removed]')
+    .replace(ipv6Full, '[address removed]')
+    .replace(ipv6Compressed, '[address removed]')
+    .replace(hostWithPort, '[address removed]')
+    .replace(internalHost, '[host removed]')
+    .replace(localhost, '[host removed]')
+    .replace(stackFrame, (frame) => (/:\d+:\d+/.test(frame) ? '' : frame))
+    .replace(/\n{2,}/g, '\n')
+    .replace(/[ \t]{2,}/g, ' ')
+    .trim()
+    .slice(0, 2_000);
+}
+
+function ensureSentence(text: string): string {
+  const trimmed = text.trim();
+  return /[.!?)]$/.test(trimmed) ? trimmed : `${trimmed}.`;
+}
+
+function truncate(text: string): string {
+  if (text.length <= maximumResultCharacters) return text;
+  return `${text.slice(0, maximumResultCharacters)}… [truncated: ask for less data, e.g. filter or paginate]`;
+}
+
+function safeJson(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? 'null';
+  } catch {
+    return '"(the tool returned a value that cannot be shown)"';
+  }
+}

@@ -1,0 +1,215 @@
+import type { ToolgateClient } from '../client/toolgate-client.ts';
+import type { CallContext, CallRecord } from '../contracts/call-record.ts';
+import { isTerminalStatus } from '../contracts/call-record.ts';
+import { lookupTool, type ToolCatalog } from '../contracts/define-tool.ts';
+import {
+  modelErrorText,
+  modelResultForInfrastructureError,
+  modelResultForPending,
+  modelResultForRecord,
+} from './model-messages.ts';
+
+/** One tool call as a model proposed it, whatever the API. */
+export interface ModelToolCall {
+  /** The API's call ID (tool_use.id, tool_call.id, call_id). Used to match the answer, never as a key. */
+  readonly id: string;
+  readonly name: string;
+  readonly input: unknown;
+  /** Set when the arguments could not even be parsed (OpenAI sends them as a JSON string). */
+  readonly inputError?: string;
+}
+
+/**
+ * Derives an idempotency key for a call from its tool, its arguments and the trusted context. Return
+ * undefined for no key. It never sees the API's call ID on purpose: a model re-sends the same action
+ * with a new ID, so an ID-based key would not deduplicate anything.
+ */
+export type KeyFunction = (tool: string, input: unknown, context: CallContext) => string | undefined;
+
+/**
+ * What to do with a call that waits for a human:
+ * - `wait`: hold the turn until the call is decided and closed (simple, but the turn may take days);
+ * - `return-pending`: answer the model at once with a pending result carrying the call ID, and let
+ *   the application report the decision later (see {@link awaitPendingCall}).
+ */
+export const ApprovalMode = { wait: 'wait', returnPending: 'return-pending' } as const;
+export type ApprovalMode = (typeof ApprovalMode)[keyof typeof ApprovalMode];
+
+/** The part of ToolgateClient the adapters use, so tests and wrappers can stand in for it. */
+export type ToolgateCaller = Pick<ToolgateClient, 'start' | 'result' | 'get'>;
+
+export interface RunToolCallsOptions {
+  readonly client: ToolgateCaller;
+  /** Who is asking: from the application's session, never from the model. */
+  readonly context: CallContext;
+  /** The contracts, for their key functions and tiers. Strongly recommended. */
+  readonly catalog?: ToolCatalog;
+  /** Used when the contract has no key function of its own. */
+  readonly keyFor?: KeyFunction;
+  /** How many calls of one turn run at once. Default 4. */
+  readonly maxConcurrency?: number;
+  /** Default `return-pending`. */
+  readonly approvalMode?: ApprovalMode;
+  /** How often a call that may wait for approval is checked, in return-pending mode. Default 250 ms. */
+  readonly pendingPollIntervalMs?: number;
+  /** Full diagnostics for operators when toolgate itself could not run a call. */
+  readonly onError?: (error: unknown, call: ModelToolCall) => void;
+}
+
+/** How one call ended for this turn. */
+export type ToolCallState =
+  /** The call closed; `record` is its final record. */
+  | 'closed'
+  /** The call waits for approval; `callId` is what to wait on. */
+  | 'pending'
+  /** The call never started: unparsable arguments, a malformed key, or toolgate was unreachable. */
+  | 'not_started';
+
+export interface ToolCallOutcome {
+  readonly id: string;
+  readonly name: string;
+  readonly state: ToolCallState;
+  readonly callId?: string;
+  readonly record?: CallRecord;
+  /** Whether the model should see this as an error (Anthropic `is_error`). */
+  readonly isError: boolean;
+  /** Model-safe text for the tool result. */
+  readonly text: string;
+}
+
+const defaultConcurrency = 4;
+
+/**
+ * Runs one turn's tool calls through toolgate with bounded fan-out and returns one outcome per call,
+ * in the order the model made them. It never rejects: a call that fails, or that toolgate could not
+ * run, becomes an error outcome and the others keep their results.
+ */
+export async function runToolCalls(
+  calls: readonly ModelToolCall[],
+  options: RunToolCallsOptions,
+): Promise<ToolCallOutcome[]> {
+  const limit = Math.max(1, Math.floor(options.maxConcurrency ?? defaultConcurrency));
+  return mapWithConcurrency(calls, limit, (call) => runOneToolCall(call, options));
+}
+
+/** Runs a single call; never rejects. */
+export async function runOneToolCall(
+  call: ModelToolCall,
+  options: RunToolCallsOptions,
+): Promise<ToolCallOutcome> {
+  const base = { id: call.id, name: call.name };
+  if (call.inputError !== undefined) {
+    return {
+      ...base,
+      state: 'not_started',
+      isError: true,
+      text: modelErrorText('INVALID_INPUT', call.inputError),
+    };
+  }
+  try {
+    const key = deriveKey(call.name, call.input, options.context, options);
+    const started = await options.client.start(
+      { tool: call.name, input: call.input, ...(key ? { key } : {}) },
+      options.context,
+    );
+    if (started.record) return closedOutcome(call, started.record, started.disposition === 'refused');
+    const mayWaitForApproval = (() => {
+      if (!options.catalog) return true;
+      return lookupTool(options.catalog, call.name)?.tier === 'approval';
+    })();
+    if ((options.approvalMode ?? ApprovalMode.returnPending) === ApprovalMode.wait || !mayWaitForApproval) {
+      return closedOutcome(call, await options.client.result(started.callId, started.runId));
+    }
+    const record = await pollUntilDecidedOrWaiting(options, started.callId);
+    if (record.status === 'awaiting_approval') {
+      return {
+        ...base,
+        state: 'pending',
+        callId: started.callId,
+        record,
+        ...modelResultForPending(started.callId),
+      };
+    }
+    return closedOutcome(call, record);
+  } catch (error) {
+    options.onError?.(error, call);
+    return { ...base, state: 'not_started', ...modelResultForInfrastructureError() };
+  }
+}
+
+/**
+ * Waits for a call reported as pending to close, and returns what the model should be told. Use it
+ * from wherever the application resumes the conversation (a background job, the next user turn).
+ */
+export async function awaitPendingCall(
+  client: Pick<ToolgateClient, 'result'>,
+  outcome: Pick<ToolCallOutcome, 'id' | 'name' | 'callId'>,
+): Promise<ToolCallOutcome> {
+  if (!outcome.callId) throw new TypeError('Only a pending outcome with a call ID can be awaited.');
+  const record = await client.result(outcome.callId);
+  return closedOutcome({ id: outcome.id, name: outcome.name }, record);
+}
+
+/**
+ * The key for a call: the contract's own key function when it has one (a business key the tool's
+ * author chose), otherwise the caller's. Invalid input gets no contract key; the validation gate
+ * will explain what is wrong.
+ */
+export function deriveKey(
+  tool: string,
+  input: unknown,
+  context: CallContext,
+  options: { readonly catalog?: ToolCatalog; readonly keyFor?: KeyFunction },
+): string | undefined {
+  const contract = options.catalog ? lookupTool(options.catalog, tool) : undefined;
+  if (contract?.idempotencyKey) {
+    const parsed = contract.input.safeParse(input);
+    if (parsed.success) return contract.idempotencyKey(parsed.data as never);
+  }
+  return options.keyFor?.(tool, input, context);
+}
+
+/**
+ * Maps items with at most `limit` running at once and keeps the input order in the result. `work`
+ * should not reject; if it does, the rejection propagates after every started item settles.
+ */
+export async function mapWithConcurrency<Item, Result>(
+  items: readonly Item[],
+  limit: number,
+  work: (item: Item, index: number) => Promise<Result>,
+): Promise<Result[]> {
+  const results = new Array<Result>(items.length);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index] as Item, index);
+    }
+  });
+  await Promise.all(lanes);
+  return results;
+}
+
+function closedOutcome(
+  call: Pick<ModelToolCall, 'id' | 'name'>,
+  record: CallRecord,
+  refused = false,
+): ToolCallOutcome {
+  return {
+    id: call.id,
+    name: call.name,
+    state: refused ? 'not_started' : 'closed',
+    ...(record.callId ? { callId: record.callId } : {}),
+    record,
+    ...modelResultForRecord(record),
+  };
+}
+
+async function pollUntilDecidedOrWaiting(options: RunToolCallsOptions, callId: string): Promise<CallRecord> {
+  const intervalMs = options.pendingPollIntervalMs ?? 250;
+  for (;;) {
+    const record = await options.client.get(callId);
+    if (record && (record.status === 'awaiting_approval' || isTerminalStatus(record.status))) return record;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

@@ -1,0 +1,334 @@
+/**
+ * `toolgate/workflow`: the workflow-safe entry point. An agent written as a Temporal workflow runs
+ * each tool call as a child `toolCall` workflow, with the same workflow ID scheme, gates, key and
+ * record as `ToolgateClient.call()`.
+ *
+ * Dedup differs in one way. Child workflows have no `USE_EXISTING` conflict policy, so a child start
+ * cannot attach to a running call with the same key the way a client start does; the server answers
+ * `WorkflowExecutionAlreadyStarted` instead. This module turns that answer into the same outcomes
+ * `call()` gives, with the help of one local activity, `lookupToolCall` (register
+ * `createToolCallLookupActivities(client)` from `toolgate` on the agent's worker):
+ *
+ * - the duplicate is **closed** (Completed, so it kept its key): the local activity reads the stored
+ *   record through the client, and the same arguments get that record back; nothing runs again;
+ * - the duplicate is **running** (e.g. waiting for an approval): the agent polls it with the local
+ *   activity, on a durable timer with backoff, until it closes, then returns its record. This is the
+ *   "attach" of `call()`, built from polling: N duplicates still cause exactly one side effect;
+ * - either way, a different fingerprint under the same key is refused with `KEY_MISMATCH`;
+ * - a duplicate that closed as Failed in the meantime released its key, so the start is retried.
+ *
+ * With `duplicates: 'report'` no activity is needed: a duplicate comes back as disposition
+ * `duplicate` with its call ID and no record, and the agent decides what to do.
+ */
+import { ApplicationFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import {
+  ChildWorkflowFailure,
+  ParentClosePolicy,
+  proxyLocalActivities,
+  sleep,
+  startChild,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { releasedFailureType, type ToolCallRequest } from '../workflows/tool-call.ts';
+import {
+  describeKeyRules,
+  idempotencyKeyPattern,
+  callId as makeCallId,
+  namePattern,
+} from './contracts/call-id.ts';
+import type { CallContext, CallRecord } from './contracts/call-record.ts';
+import { lookupTool, type ToolCatalog } from './contracts/define-tool.ts';
+import { callFingerprint } from './contracts/fingerprint.ts';
+import { checkInputLimits, defaultPayloadLimits, type PayloadLimits } from './contracts/limits.ts';
+import { type ReasonCode, reasonCodes } from './contracts/reason-codes.ts';
+import { searchAttributeKeys } from './contracts/search-attributes.ts';
+
+/** What a child call asks for; the same shape as the client's `CallRequest`. */
+export interface ChildCallRequest {
+  readonly tool: string;
+  readonly input: unknown;
+  readonly key?: string;
+}
+
+/** What the `lookupToolCall` local activity reports about an existing call. */
+export interface ToolCallLookup {
+  /** `released` means the latest run closed as Failed, so its key is free again. */
+  readonly state: 'running' | 'completed' | 'released' | 'not_found';
+  readonly fingerprint?: string;
+  /** The stored record, for a closed call. */
+  readonly record?: CallRecord;
+}
+
+/** The activity a worker registers for agent workflows; see `createToolCallLookupActivities`. */
+export interface ToolCallLookupActivities {
+  lookupToolCall(request: { readonly callId: string }): Promise<ToolCallLookup>;
+}
+
+export interface ChildCallOptions {
+  /** The contracts, for their key functions. Without it only explicit keys and `keyFor` are used. */
+  readonly catalog?: ToolCatalog;
+  /** Derives a key when the contract has none. Never given the model's tool_use id. */
+  readonly keyFor?: (tool: string, input: unknown, context: CallContext) => string | undefined;
+  /** Task queue of the toolCall workers. Default: the agent workflow's own task queue. */
+  readonly taskQueue?: string;
+  readonly workflowType?: string;
+  readonly limits?: PayloadLimits;
+  /** `wait` (default) treats duplicates like `call()` does; `report` hands them back unresolved. */
+  readonly duplicates?: 'wait' | 'report';
+  /** Polling of a running duplicate: first and longest interval. Default 1 s growing to 30 s. */
+  readonly duplicatePollMs?: { readonly initial: number; readonly maximum: number };
+  /**
+   * What happens to a call when the agent workflow closes first. Default `ABANDON`: a tool call is
+   * its own durable unit, and terminating it mid-run would leave an unknown outcome.
+   */
+  readonly parentClosePolicy?: ParentClosePolicy;
+}
+
+/**
+ * How a child call resolved. As for `ToolgateClient.start()`, plus `duplicate`: the key's call was
+ * running or closed and `duplicates: 'report'` was chosen, so there is no record.
+ */
+export type ChildCallDisposition = 'started' | 'attached' | 'existing' | 'refused' | 'duplicate';
+
+/** A started (or joined) child call. */
+export interface ChildToolCall {
+  readonly callId: string;
+  readonly disposition: ChildCallDisposition;
+  /** Known already for `existing`, `attached` and `refused`. */
+  readonly record?: CallRecord;
+  /** Waits for the call to close. Rejects for `duplicate`, which has nothing to wait on. */
+  result(): Promise<CallRecord>;
+}
+
+/** The record and how it was obtained. */
+export interface ChildCallOutcome {
+  readonly callId: string;
+  readonly disposition: ChildCallDisposition;
+  readonly record?: CallRecord;
+}
+
+/** Failure type raised when a `duplicate` child call is awaited. */
+export const duplicateCallFailureType = 'ToolCallDuplicate';
+
+const maximumStartAttempts = 3;
+
+/**
+ * Starts a tool call as a child workflow and returns once it has started, or once its outcome is
+ * known without running anything. Use it to start several calls of one turn in parallel, or to
+ * report an approval-tier call as pending (its `callId`) while the agent goes on.
+ */
+export async function startToolCallChild(
+  request: ChildCallRequest,
+  context: CallContext,
+  options: ChildCallOptions = {},
+): Promise<ChildToolCall> {
+  const key = keyFor(request, context, options);
+  const refuse = (reason: ReasonCode, message: string, fingerprint = '') =>
+    known('', 'refused', refusedRecord(request, context, key, fingerprint, reason, message, options));
+  if (!namePattern.test(context.tenant)) {
+    throw ApplicationFailure.nonRetryable(
+      'context.tenant must be 1-64 letters, digits, _ . or -, starting with a letter or digit.',
+      'ToolgateUsageError',
+    );
+  }
+  if (key !== undefined && !idempotencyKeyPattern.test(key)) {
+    return refuse('INVALID_INPUT', `The idempotency key is malformed. ${describeKeyRules()}`);
+  }
+  const breach = checkInputLimits(request.input, options.limits ?? defaultPayloadLimits);
+  if (breach) return refuse('PAYLOAD_TOO_LARGE', breach.message);
+  let fingerprint: string;
+  try {
+    // Computed here, in workflow code: @noble/hashes runs in the sandbox, node:crypto would not.
+    fingerprint = callFingerprint(request.tool, request.input);
+  } catch {
+    return refuse('INVALID_INPUT', 'The arguments must be plain JSON values.');
+  }
+  const id = makeCallId({ tenant: context.tenant, tool: request.tool, key, unique: uuid4() });
+  const workflowRequest: ToolCallRequest = {
+    tool: request.tool,
+    input: request.input,
+    ...(key !== undefined ? { key } : {}),
+    context: { tenant: context.tenant, principal: context.principal, principalKind: context.principalKind },
+    fingerprint,
+  };
+
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const handle = await startChild(options.workflowType ?? 'toolCall', {
+        workflowId: id,
+        taskQueue: options.taskQueue ?? workflowInfo().taskQueue,
+        args: [workflowRequest],
+        // The same rule as the client: only a Completed run keeps its key.
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+        parentClosePolicy: options.parentClosePolicy ?? ParentClosePolicy.ABANDON,
+        // The client reads the fingerprint from the memo to sign approvals and detect mismatches.
+        memo: { fingerprint, startNonce: uuid4() },
+        typedSearchAttributes: [
+          { key: searchAttributeKeys.toolName, value: request.tool.slice(0, 128) },
+          { key: searchAttributeKeys.tenant, value: context.tenant },
+          { key: searchAttributeKeys.principal, value: context.principal },
+          { key: searchAttributeKeys.callStatus, value: 'pending' },
+          { key: searchAttributeKeys.callEffect, value: 'none' },
+        ],
+      });
+      return { callId: id, disposition: 'started', result: () => childResult(handle.result(), id) };
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    }
+    if ((options.duplicates ?? 'wait') === 'report') {
+      return {
+        callId: id,
+        disposition: 'duplicate',
+        result: () =>
+          Promise.reject(
+            ApplicationFailure.nonRetryable(
+              `The call ${id} already exists; look it up with the client.`,
+              duplicateCallFailureType,
+            ),
+          ),
+      };
+    }
+    const lookup = await lookupActivities().lookupToolCall({ callId: id });
+    if (lookup.state === 'released' || lookup.state === 'not_found') {
+      // It closed and freed its key between our start and the lookup: start again.
+      if (attempt < maximumStartAttempts) continue;
+      throw ApplicationFailure.retryable(
+        `The call ${id} kept changing while it was started; the agent task will retry.`,
+        'ToolCallStartRace',
+      );
+    }
+    if (lookup.fingerprint !== fingerprint) {
+      return refuse(
+        'KEY_MISMATCH',
+        `${reasonCodes.KEY_MISMATCH.meaning} ${reasonCodes.KEY_MISMATCH.nextStep} (existing call: ${id})`,
+        fingerprint,
+      );
+    }
+    if (lookup.state === 'completed' && lookup.record) return known(id, 'existing', lookup.record);
+    const record = await waitForRunningCall(id, options);
+    return known(id, 'attached', record);
+  }
+}
+
+/** Runs a tool call as a child workflow and waits for its record. The workflow twin of `call()`. */
+export async function callToolAsChild(
+  request: ChildCallRequest,
+  context: CallContext,
+  options: ChildCallOptions = {},
+): Promise<ChildCallOutcome> {
+  const started = await startToolCallChild(request, context, options);
+  if (started.disposition === 'duplicate') return { callId: started.callId, disposition: 'duplicate' };
+  const record = started.record ?? (await started.result());
+  return { callId: started.callId, disposition: started.disposition, record };
+}
+
+function keyFor(
+  request: ChildCallRequest,
+  context: CallContext,
+  options: ChildCallOptions,
+): string | undefined {
+  if (request.key !== undefined) return request.key;
+  const contract = options.catalog ? lookupTool(options.catalog, request.tool) : undefined;
+  if (contract?.idempotencyKey) {
+    const parsed = contract.input.safeParse(request.input);
+    if (parsed.success) return contract.idempotencyKey(parsed.data as never);
+  }
+  return options.keyFor?.(request.tool, request.input, context);
+}
+
+function known(callId: string, disposition: ChildCallDisposition, record: CallRecord): ChildToolCall {
+  return { callId, disposition, record, result: () => Promise.resolve(record) };
+}
+
+function lookupActivities() {
+  return proxyLocalActivities<ToolCallLookupActivities>({
+    startToCloseTimeout: '15 seconds',
+    retry: { maximumAttempts: 5, initialInterval: '200 milliseconds' },
+  });
+}
+
+async function waitForRunningCall(callId: string, options: ChildCallOptions): Promise<CallRecord> {
+  const initial = options.duplicatePollMs?.initial ?? 1_000;
+  const maximum = options.duplicatePollMs?.maximum ?? 30_000;
+  let intervalMs = initial;
+  for (;;) {
+    await sleep(intervalMs);
+    const lookup = await lookupActivities().lookupToolCall({ callId });
+    if (lookup.record && lookup.state !== 'running') return lookup.record;
+    // Back off, so a call that waits days for approval adds a modest number of events to history.
+    intervalMs = Math.min(maximum, Math.round(intervalMs * 1.5));
+  }
+}
+
+async function childResult(result: Promise<unknown>, callId: string): Promise<CallRecord> {
+  try {
+    return (await result) as CallRecord;
+  } catch (error) {
+    const cause = error instanceof ChildWorkflowFailure ? error.cause : undefined;
+    if (cause instanceof ApplicationFailure && cause.type === releasedFailureType && cause.details?.[0]) {
+      return cause.details[0] as CallRecord;
+    }
+    if (error instanceof ChildWorkflowFailure) return abnormalRecord(callId);
+    throw error;
+  }
+}
+
+/** A call that was terminated or timed out: nobody can say whether it acted. */
+function abnormalRecord(callId: string): CallRecord {
+  const at = new Date().toISOString();
+  return {
+    callId,
+    runId: '',
+    tool: 'unknown',
+    tenant: 'unknown',
+    principal: 'unknown',
+    principalKind: 'service',
+    fingerprint: '',
+    input: null,
+    status: 'failed',
+    effect: 'unknown',
+    reason: 'OUTCOME_UNKNOWN',
+    message: 'The call ended abnormally; the action may or may not have happened.',
+    attempts: 0,
+    transitions: [{ status: 'failed', at }],
+    refusedDecisions: [],
+    synthetic: true,
+  };
+}
+
+function refusedRecord(
+  request: ChildCallRequest,
+  context: CallContext,
+  key: string | undefined,
+  fingerprint: string,
+  reason: ReasonCode,
+  message: string,
+  options: ChildCallOptions,
+): CallRecord {
+  const at = new Date().toISOString();
+  const contract = options.catalog ? lookupTool(options.catalog, request.tool) : undefined;
+  return {
+    callId: '',
+    runId: '',
+    tool: request.tool,
+    ...(contract ? { tier: contract.tier } : {}),
+    tenant: context.tenant,
+    principal: context.principal,
+    principalKind: context.principalKind,
+    ...(key !== undefined ? { key } : {}),
+    fingerprint,
+    input: null,
+    status: 'denied',
+    effect: 'none',
+    reason,
+    message,
+    attempts: 0,
+    transitions: [
+      { status: 'pending', at },
+      { status: 'denied', at },
+    ],
+    refusedDecisions: [],
+    synthetic: true,
+  };
+}
