@@ -1,13 +1,37 @@
 import { Command } from 'commander';
 import { startEmbedded } from '../embedded.ts';
+import { loadOrCreateApproverDirectory } from '../inbox/approver-tokens.ts';
+import { startInbox } from '../inbox/inbox-app.ts';
+import { addClientCommands, withConnectionOptions } from './commands.ts';
+import {
+  openSession,
+  removeEndpointFile,
+  resolveDataDir,
+  resolveEndpoint,
+  writeEndpointFile,
+} from './endpoint.ts';
+import { ExitCode } from './output.ts';
 
 /**
- * The toolgate command line. `dev` is the embedded default that `npm start` runs.
+ * The toolgate command line. `dev` is the embedded default that `npm start` runs; the other
+ * commands find it through the endpoint file it writes into the data directory.
  */
 export function buildProgram(): Command {
   const program = new Command('toolgate')
     .description('A durable, gated executor for the tool calls language models ask for, on Temporal.')
-    .showHelpAfterError('(run with --help for usage)');
+    .showHelpAfterError('(run with --help for usage)')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Client commands find the cluster through --address, then TEMPORAL_ADDRESS, then the',
+        '<data-dir>/endpoint.json a running `toolgate dev` writes. Every command takes --json.',
+        '',
+        'Exit codes: 0 ok · 1 usage or internal error · 2 call denied · 3 call failed, timed out or',
+        'cancelled · 4 refused (decision, replay, undo) · 5 no such call · 6 server or worker unreachable',
+        '',
+      ].join('\n'),
+    );
 
   program
     .command('dev')
@@ -22,7 +46,7 @@ export function buildProgram(): Command {
     )
     .action(async (options: { dataDir: string; port: string; uiPort: string; json?: boolean }) => {
       const embedded = await startEmbedded({
-        dataDir: options.dataDir,
+        dataDir: resolveDataDir(options.dataDir),
         grpcPort: Number(options.port),
         uiPort: Number(options.uiPort),
       });
@@ -49,8 +73,123 @@ export function buildProgram(): Command {
           ].join('\n'),
         );
       }
-      await waitForStopSignal(embedded.stop, embedded.running);
+      // Other commands (call, list, approve, inbox…) read this to find the server without flags.
+      await writeEndpointFile(embedded.dataDir, {
+        address: embedded.address,
+        namespace: embedded.namespace,
+        taskQueue: embedded.client.taskQueue,
+        uiUrl: embedded.uiUrl ?? null,
+        pid: process.pid,
+        startedAt: new Date().toISOString(),
+      });
+      await waitForStopSignal(async () => {
+        await removeEndpointFile(embedded.dataDir);
+        await embedded.stop();
+      }, embedded.running);
     });
+
+  withConnectionOptions(
+    program
+      .command('worker')
+      .description(
+        'Run a toolgate worker (example tools) against the cluster `toolgate dev` or TEMPORAL_ADDRESS names.',
+      ),
+  )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ toolgate worker                     # joins the server of ./.toolgate/endpoint.json\n  $ TEMPORAL_ADDRESS=temporal:7233 toolgate worker --task-queue toolgate\n\nMore workers on the same task queue share the calls.\n',
+    )
+    .action(
+      async (options: {
+        address?: string;
+        namespace?: string;
+        taskQueue?: string;
+        dataDir?: string;
+        json?: boolean;
+      }) => {
+        const endpoint = await resolveEndpoint(options);
+        const embedded = await startEmbedded({
+          dataDir: endpoint.dataDir,
+          taskQueue: endpoint.taskQueue,
+          // An explicit address means: join it, start no server.
+          env: { ...process.env, TEMPORAL_ADDRESS: endpoint.address, TEMPORAL_NAMESPACE: endpoint.namespace },
+        });
+        const summary = {
+          address: embedded.address,
+          namespace: embedded.namespace,
+          taskQueue: endpoint.taskQueue,
+        };
+        process.stdout.write(
+          options.json
+            ? `${JSON.stringify(summary)}\n`
+            : `toolgate worker polling ${summary.taskQueue} at ${summary.address} (namespace ${summary.namespace}). Ctrl-C stops it.\n`,
+        );
+        await waitForStopSignal(embedded.stop, embedded.running);
+      },
+    );
+
+  addClientCommands(program);
+
+  withConnectionOptions(
+    program
+      .command('inbox')
+      .description('Serve the approvals inbox web page and its JSON API (127.0.0.1 by default).')
+      .option(
+        '--host <host>',
+        'interface to bind; keep 127.0.0.1 unless a proxy with TLS is in front',
+        '127.0.0.1',
+      )
+      .option('--port <port>', 'port (0 picks a free one)', '8787'),
+  )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ toolgate inbox\n  $ toolgate inbox --port 9000 --data-dir /var/lib/toolgate\n\nApprovers sign in with a token from <data-dir>/approvers.json; on first run one is created for alice and printed once.\n',
+    )
+    .action(
+      async (options: {
+        host: string;
+        port: string;
+        address?: string;
+        namespace?: string;
+        taskQueue?: string;
+        dataDir?: string;
+        json?: boolean;
+      }) => {
+        // The session's client carries the approval signer: the inbox signs as the signed-in approver.
+        const session = await openSession(options, { signer: true });
+        const { directory, created } = await loadOrCreateApproverDirectory(session.endpoint.dataDir);
+        const inbox = await startInbox({
+          operations: session.operations,
+          approvers: directory,
+          host: options.host,
+          port: Number(options.port),
+        });
+        if (options.json) {
+          process.stdout.write(
+            `${JSON.stringify({ url: inbox.url, approversFile: directory.file, ...(created ? { created } : {}) })}\n`,
+          );
+        } else {
+          process.stdout.write(
+            [
+              `Approvals inbox: ${inbox.url}`,
+              `  Approver tokens: ${directory.file}`,
+              ...(created
+                ? [`  Created an approver for ${created.name}; sign in with token ${created.token}`]
+                : []),
+              '  Press Ctrl-C to stop.',
+              '',
+            ].join('\n'),
+          );
+        }
+        await waitForStopSignal(
+          async () => {
+            await inbox.close();
+            await session.close();
+          },
+          new Promise<void>(() => undefined),
+        );
+      },
+    );
 
   return program;
 }
@@ -82,6 +221,6 @@ export async function runCli(argv: readonly string[] = process.argv): Promise<vo
     await buildProgram().parseAsync([...argv]);
   } catch (error) {
     process.stderr.write(`toolgate: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 1;
+    process.exitCode = ExitCode.error;
   }
 }

@@ -1,0 +1,490 @@
+import { userInfo } from 'node:os';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { type Command, Option } from 'commander';
+import type { ListFilters } from '../client/operations.ts';
+import { ToolgateUsageError } from '../client/toolgate-client.ts';
+import { type CallEffect, CallStatus, type PrincipalKind } from '../contracts/call-record.ts';
+import { type CliSession, type ConnectionFlags, EndpointUnavailableError, openSession } from './endpoint.ts';
+import {
+  createProgressReporter,
+  describeBulkSummary,
+  describeCalls,
+  describeRecord,
+  ExitCode,
+  exitCodeForRecord,
+  printJson,
+  printLines,
+} from './output.ts';
+
+interface CommonFlags extends ConnectionFlags {
+  readonly json?: boolean;
+}
+
+/** Who is at the keyboard, for `--as` and `--principal` defaults. */
+function currentUser(): string {
+  try {
+    return process.env['USER'] ?? userInfo().username;
+  } catch {
+    return 'operator';
+  }
+}
+
+/** Adds the flags every command that talks to the cluster shares. */
+export function withConnectionOptions(command: Command): Command {
+  return command
+    .option('--json', 'print one JSON document on stdout')
+    .option(
+      '--address <host:port>',
+      'Temporal address (default: TEMPORAL_ADDRESS, then <data-dir>/endpoint.json)',
+    )
+    .option(
+      '--namespace <namespace>',
+      'Temporal namespace (default: TEMPORAL_NAMESPACE or the endpoint file)',
+    )
+    .option(
+      '--task-queue <queue>',
+      'task queue of the workers (default: TOOLGATE_TASK_QUEUE or the endpoint file)',
+    )
+    .option(
+      '--data-dir <dir>',
+      'toolgate data directory: endpoint file and approval key (default: TOOLGATE_DATA_DIR or .toolgate)',
+    );
+}
+
+/**
+ * Runs one client command: connects, runs, closes, and maps failures to exit codes. With `--json`
+ * an error is a JSON document too, so scripts never parse prose.
+ */
+async function runWithSession(
+  flags: CommonFlags,
+  options: { signer?: boolean },
+  body: (session: CliSession) => Promise<ExitCode>,
+): Promise<void> {
+  let session: CliSession | undefined;
+  try {
+    session = await openSession(flags, options);
+    process.exitCode = await body(session);
+  } catch (error) {
+    const exitCode =
+      error instanceof EndpointUnavailableError
+        ? ExitCode.unavailable
+        : error instanceof WorkflowNotFoundError
+          ? ExitCode.notFound
+          : ExitCode.error;
+    const message = error instanceof Error ? error.message : String(error);
+    if (flags.json) printJson({ ok: false, exitCode, error: message });
+    process.stderr.write(`toolgate: ${message}\n`);
+    process.exitCode = exitCode;
+  } finally {
+    await session?.close().catch(() => undefined);
+  }
+}
+
+function parseInput(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ToolgateUsageError(`--input is not valid JSON. Example: --input '{"name":"region"}'`);
+  }
+}
+
+function parseLimit(value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const limit = Number(value);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
+    throw new ToolgateUsageError('--limit must be a whole number from 1 to 10000.');
+  }
+  return limit;
+}
+
+function parseStatuses(value: string | undefined): CallStatus[] | undefined {
+  if (value === undefined) return undefined;
+  const statuses = value.split(',').map((part) => part.trim());
+  for (const status of statuses) {
+    if (!Object.hasOwn(CallStatus, status)) {
+      throw new ToolgateUsageError(
+        `Unknown status ${JSON.stringify(status)}. Use one or more of: ${Object.keys(CallStatus).join(', ')}.`,
+      );
+    }
+  }
+  return statuses as CallStatus[];
+}
+
+interface FilterFlags {
+  readonly status?: string;
+  readonly tool?: string;
+  readonly tenant?: string;
+  readonly effect?: string;
+  readonly principal?: string;
+  readonly since?: string;
+  readonly limit?: string;
+}
+
+function filtersFrom(flags: FilterFlags, defaultLimit: number): ListFilters {
+  const status = parseStatuses(flags.status);
+  return {
+    ...(status ? { status } : {}),
+    ...(flags.tool ? { tool: flags.tool } : {}),
+    ...(flags.tenant ? { tenant: flags.tenant } : {}),
+    ...(flags.effect ? { effect: flags.effect as CallEffect } : {}),
+    ...(flags.principal ? { principal: flags.principal } : {}),
+    ...(flags.since ? { since: flags.since } : {}),
+    limit: parseLimit(flags.limit, defaultLimit),
+  };
+}
+
+function withFilterOptions(command: Command, defaultStatus?: string): Command {
+  return command
+    .option('--status <status[,status]>', `call status: ${Object.keys(CallStatus).join(', ')}`, defaultStatus)
+    .option('--tool <tool>', 'tool name')
+    .option('--tenant <tenant>', 'tenant')
+    .addOption(new Option('--effect <effect>', 'effect').choices(['none', 'applied', 'unknown']))
+    .option('--principal <principal>', 'the requester')
+    .option('--since <when>', 'started within a duration (90s, 30m, 1h, 2d, 1w) or since an ISO time')
+    .option('--limit <n>', 'at most this many calls');
+}
+
+const examples = (lines: readonly string[]) =>
+  `\nExamples:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`;
+
+/** Registers the client commands on the program. */
+export function addClientCommands(program: Command): void {
+  withConnectionOptions(
+    program
+      .command('call <tool>')
+      .description('Send one tool call through the gates and print its record.')
+      .requiredOption('--input <json>', 'the arguments, as JSON')
+      .option('--key <key>', 'idempotency key (required for irreversible and approval tools)')
+      .option('--tenant <tenant>', 'tenant of the caller', 'default')
+      .option('--principal <principal>', 'who is asking (default: your user name)')
+      .addOption(
+        new Option('--principal-kind <kind>', 'human, agent or service')
+          .choices(['human', 'agent', 'service'])
+          .default('human'),
+      )
+      .option('--no-wait', 'print the call ID as soon as it starts'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        `toolgate call read_config --input '{"name":"region"}'`,
+        `toolgate call add_label --input '{"item":"ticket-9","label":"urgent"}' --json`,
+        `toolgate call transfer_funds --input '{"reference":"inv-42","from":"ACC-1","to":"ACC-2","amountCents":1250,"currency":"EUR","memo":null}' --no-wait`,
+      ]) +
+        '\nExit codes: 0 succeeded (or started, with --no-wait), 2 denied, 3 failed/timeout/cancelled, 6 unreachable.\n',
+    )
+    .action(
+      async (
+        tool: string,
+        flags: CommonFlags & {
+          input: string;
+          key?: string;
+          tenant: string;
+          principal?: string;
+          principalKind: PrincipalKind;
+          wait: boolean;
+        },
+      ) =>
+        runWithSession(flags, {}, async ({ client }) => {
+          const input = parseInput(flags.input);
+          const started = await client.start(
+            { tool, input, ...(flags.key ? { key: flags.key } : {}) },
+            {
+              tenant: flags.tenant,
+              principal: flags.principal ?? currentUser(),
+              principalKind: flags.principalKind,
+            },
+          );
+          if (!flags.wait || started.record) {
+            const record = started.record;
+            if (flags.json) printJson(record ? { ...started, record } : started);
+            else if (record) printLines(describeRecord(record));
+            else printLines([`${started.disposition}: ${started.callId}`]);
+            return record ? exitCodeForRecord(record) : ExitCode.ok;
+          }
+          const record = await client.result(started.callId, started.runId);
+          if (flags.json) printJson(record);
+          else printLines(describeRecord(record));
+          return exitCodeForRecord(record);
+        }),
+    );
+
+  withConnectionOptions(
+    program
+      .command('get <id>')
+      .description('Show a call: its record, transitions, refused approvals, replay and undo.')
+      .option('--run <runId>', 'a specific run, e.g. the one a replay replaced'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'toolgate get toolgate/default/read_config/~3f2a…',
+        'toolgate get <id> --json | jq .transitions',
+      ]) + '\nExit codes: 0 found, 5 no such call, 6 unreachable.\n',
+    )
+    .action(async (id: string, flags: CommonFlags & { run?: string }) =>
+      runWithSession(flags, {}, async ({ operations }) => {
+        const record = await operations.get(id, flags.run ? { runId: flags.run } : {});
+        if (!record) {
+          if (flags.json)
+            printJson({ ok: false, exitCode: ExitCode.notFound, error: `There is no call ${id}.` });
+          else process.stderr.write(`toolgate: there is no call ${id}.\n`);
+          return ExitCode.notFound;
+        }
+        if (flags.json) printJson(record);
+        else printLines(describeRecord(record));
+        return ExitCode.ok;
+      }),
+    );
+
+  withConnectionOptions(
+    withFilterOptions(
+      program.command('list').description('List calls by status, tool, tenant, effect and age.'),
+    ),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'toolgate list --status awaiting_approval',
+        'toolgate list --status failed,timeout --tool read_config --since 1h',
+        'toolgate list --tenant acme --effect unknown --limit 20 --json',
+      ]) + '\nNewest first; one row per run. Visibility lags writes by about a second.\n',
+    )
+    .action(async (flags: CommonFlags & FilterFlags) =>
+      runWithSession(flags, {}, async ({ operations }) => {
+        const calls = await operations.list(filtersFrom(flags, 50));
+        if (flags.json) printJson(calls);
+        else printLines(describeCalls(calls));
+        return ExitCode.ok;
+      }),
+    );
+
+  for (const decision of ['approve', 'reject'] as const) {
+    const command = withConnectionOptions(
+      program
+        .command(`${decision} <id>`)
+        .description(
+          decision === 'approve'
+            ? 'Approve a call that waits for a human, signed with the approval key of the data directory.'
+            : 'Reject a call that waits for a human; nothing runs.',
+        )
+        .requiredOption('--as <approver>', 'your approver name, as listed in the tool’s approvers')
+        .option('--role <role...>', 'your roles, matched against role:<name> approvers')
+        .option('--wait', 'after the decision counts, wait for the call to finish and exit with its outcome'),
+    );
+    if (decision === 'approve') command.option('--comment <text>', 'a comment recorded with the decision');
+    else command.requiredOption('--reason <text>', 'why; recorded with the decision');
+    command
+      .addHelpText(
+        'after',
+        examples(
+          decision === 'approve'
+            ? [
+                'toolgate approve toolgate/default/transfer_funds/k/transfer-inv-42 --as alice --comment "matches invoice"',
+                'toolgate approve <id> --as carol --role finance --wait --json',
+              ]
+            : [
+                'toolgate reject toolgate/default/transfer_funds/k/transfer-inv-42 --as alice --reason "wrong account"',
+              ],
+        ) +
+          '\nExit codes: 0 the decision counted, 4 refused (not an approver, requester, already decided, closed), 5 no such call, 6 no worker answered.\n',
+      )
+      .action(
+        async (
+          id: string,
+          flags: CommonFlags & {
+            as: string;
+            role?: string[];
+            comment?: string;
+            reason?: string;
+            wait?: boolean;
+          },
+        ) =>
+          runWithSession(flags, { signer: true }, async ({ client }) => {
+            const comment = decision === 'approve' ? flags.comment : flags.reason;
+            const options = {
+              approver: flags.as,
+              ...(flags.role ? { roles: flags.role } : {}),
+              ...(comment !== undefined ? { comment } : {}),
+            };
+            const outcome =
+              decision === 'approve' ? await client.approve(id, options) : await client.reject(id, options);
+            let exitCode: ExitCode = outcome.accepted
+              ? ExitCode.ok
+              : outcome.state === 'delivered'
+                ? ExitCode.unavailable
+                : ExitCode.refused;
+            let record = outcome.record;
+            if (outcome.accepted && flags.wait) {
+              record = await client.result(id);
+              exitCode = exitCodeForRecord(record);
+            }
+            if (flags.json) printJson({ ...outcome, ...(record ? { record } : {}) });
+            else {
+              printLines([
+                outcome.accepted
+                  ? `${decision === 'approve' ? 'Approved' : 'Rejected'} ${id} as ${flags.as}.`
+                  : `The decision did not count: ${outcome.reason ?? outcome.state}.`,
+                ...(record ? ['', ...describeRecord(record)] : []),
+              ]);
+            }
+            return exitCode;
+          }),
+      );
+  }
+
+  withConnectionOptions(
+    program
+      .command('cancel <id>')
+      .description('Cancel an open call and wait until its tool has really stopped.'),
+  )
+    .addHelpText(
+      'after',
+      examples(['toolgate cancel toolgate/default/slow_search/~5d1c…']) +
+        '\nExit codes: 0 cancelled, 4 the call was already closed, 5 no such call.\n',
+    )
+    .action(async (id: string, flags: CommonFlags) =>
+      runWithSession(flags, {}, async ({ client }) => {
+        const description = await client.temporal.workflow.getHandle(id).describe();
+        if (description.status.name !== 'RUNNING') {
+          const record = await client.result(id);
+          const message = `The call is already closed (${record.status}); there is nothing to cancel.`;
+          if (flags.json) printJson({ ok: false, exitCode: ExitCode.refused, error: message, record });
+          else process.stderr.write(`toolgate: ${message}\n`);
+          return ExitCode.refused;
+        }
+        const record = await client.cancel(id);
+        if (flags.json) printJson(record);
+        else printLines(describeRecord(record));
+        return ExitCode.ok;
+      }),
+    );
+
+  withConnectionOptions(
+    withFilterOptions(
+      program
+        .command('replay [id]')
+        .description(
+          'Re-run a failed, timed-out or cancelled call as a new run of the same call (same tool, input and key). Without an id, replay every call matching the filters.',
+        )
+        .option('--as <operator>', 'who is replaying; recorded on the new run (default: your user name)')
+        .option(
+          '--force',
+          'replay even though the call may already have acted (irreversible, effect unknown)',
+        )
+        .option('--reason <text>', 'why; required with --force and recorded')
+        .option('--no-wait', 'do not wait for the new run to finish')
+        .option('--dry-run', 'bulk: list what would be replayed and replay nothing')
+        .option('--concurrency <n>', 'bulk: replays at a time', '4'),
+    ),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'toolgate replay toolgate/default/read_config/~3f2a…',
+        'toolgate replay <id> --force --reason "ledger checked: transfer absent"',
+        'toolgate replay --status failed --tool read_config --since 1h --dry-run',
+        'toolgate replay --status failed --tool read_config --since 1h --concurrency 8',
+      ]) +
+        '\nSucceeded calls are never replayed; denied calls are re-sent with corrected input instead.' +
+        '\nExit codes: 0 replayed and succeeded (bulk: all), 3 a replayed call did not succeed, 4 refused, 5 no such call.\n',
+    )
+    .action(
+      async (
+        id: string | undefined,
+        flags: CommonFlags &
+          FilterFlags & {
+            as?: string;
+            force?: boolean;
+            reason?: string;
+            wait: boolean;
+            dryRun?: boolean;
+            concurrency: string;
+          },
+      ) =>
+        runWithSession(flags, {}, async ({ client, operations }) => {
+          const operator = flags.as ?? currentUser();
+          const replayOptions = {
+            operator,
+            ...(flags.force ? { force: true } : {}),
+            ...(flags.reason ? { reason: flags.reason } : {}),
+          };
+          if (id === undefined) {
+            const concurrency = Number(flags.concurrency);
+            if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) {
+              throw new ToolgateUsageError('--concurrency must be a whole number from 1 to 64.');
+            }
+            const summary = await operations.replayMany(
+              filtersFrom({ ...flags, status: flags.status ?? 'failed' }, 1000),
+              {
+                ...replayOptions,
+                concurrency,
+                wait: flags.wait,
+                ...(flags.dryRun ? { dryRun: true } : {}),
+                onProgress: createProgressReporter(),
+              },
+            );
+            if (flags.json) printJson(summary);
+            else printLines(describeBulkSummary(summary));
+            if (summary.failed > 0) return ExitCode.failed;
+            return summary.refused > 0 ? ExitCode.refused : ExitCode.ok;
+          }
+          const outcome = await operations.replay(id, replayOptions);
+          if (!outcome.replayed) {
+            const notFound = outcome.refusal.startsWith('There is no call');
+            const exitCode = notFound ? ExitCode.notFound : ExitCode.refused;
+            if (flags.json) printJson({ ok: false, exitCode, ...outcome });
+            else process.stderr.write(`toolgate: replay refused: ${outcome.refusal}\n`);
+            return exitCode;
+          }
+          if (!flags.wait) {
+            if (flags.json) printJson(outcome);
+            else
+              printLines([
+                `Replaying ${id}: new run ${outcome.started.runId ?? '?'} replaces ${outcome.replacesRunId}.`,
+              ]);
+            return ExitCode.ok;
+          }
+          const record = await client.result(id, outcome.started.runId);
+          if (flags.json) printJson({ ...outcome, record });
+          else printLines(describeRecord(record));
+          return exitCodeForRecord(record);
+        }),
+    );
+
+  withConnectionOptions(
+    program
+      .command('undo <id>')
+      .description(
+        'Run the compensation of a succeeded reversible call. Runs once, however often it is asked.',
+      )
+      .option('--as <operator>', 'who is undoing; recorded on the call (default: your user name)'),
+  )
+    .addHelpText(
+      'after',
+      examples(['toolgate undo toolgate/default/add_label/~9a0b…', 'toolgate undo <id> --as oscar --json']) +
+        '\nExit codes: 0 undone (now or by an earlier undo), 4 refused or the compensation failed, 5 no such call.\n',
+    )
+    .action(async (id: string, flags: CommonFlags & { as?: string }) =>
+      runWithSession(flags, {}, async ({ operations }) => {
+        const outcome = await operations.undo(id, { operator: flags.as ?? currentUser() });
+        if (!outcome.undone) {
+          const exitCode = outcome.refusal.startsWith('There is no call')
+            ? ExitCode.notFound
+            : ExitCode.refused;
+          if (flags.json) printJson({ ok: false, exitCode, ...outcome });
+          else process.stderr.write(`toolgate: undo refused: ${outcome.refusal}\n`);
+          return exitCode;
+        }
+        if (flags.json) printJson(outcome);
+        else {
+          printLines([
+            outcome.alreadyDone
+              ? `${id} was already undone by ${outcome.undo.operator} at ${outcome.undo.at}; the compensation did not run again.`
+              : `Undone: ${outcome.result.compensation} ran for ${id}.`,
+          ]);
+        }
+        return ExitCode.ok;
+      }),
+    );
+}

@@ -1,0 +1,170 @@
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { createApprovalSigner, loadOrCreateApprovalKeys } from '../client/approval-signer.ts';
+import {
+  defaultTaskQueue,
+  externalClusterRequested,
+  loadExternalClusterConfig,
+} from '../client/connection-settings.ts';
+import { ToolgateOperations } from '../client/operations.ts';
+import { ToolgateClient } from '../client/toolgate-client.ts';
+import { exampleCatalog } from '../tools/example-contracts.ts';
+
+/** What `toolgate dev` writes to `<dataDir>/endpoint.json`, so other commands find the server. */
+export interface EndpointFile {
+  readonly address: string;
+  readonly namespace: string;
+  readonly taskQueue: string;
+  readonly uiUrl?: string | null;
+  readonly pid: number;
+  readonly startedAt: string;
+}
+
+/** Flags every client command accepts; each overrides the environment and the endpoint file. */
+export interface ConnectionFlags {
+  readonly address?: string;
+  readonly namespace?: string;
+  readonly taskQueue?: string;
+  readonly dataDir?: string;
+}
+
+export interface ResolvedEndpoint {
+  readonly address: string;
+  readonly namespace: string;
+  readonly taskQueue: string;
+  readonly dataDir: string;
+  /** Where the address came from, for error messages. */
+  readonly source: 'flag' | 'environment' | 'endpoint file';
+  readonly connectionOptions: Record<string, unknown>;
+}
+
+/** The data directory: `--data-dir`, then TOOLGATE_DATA_DIR, then `.toolgate`. */
+export function resolveDataDir(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(flag ?? env['TOOLGATE_DATA_DIR'] ?? '.toolgate');
+}
+
+export function endpointFilePath(dataDir: string): string {
+  return join(dataDir, 'endpoint.json');
+}
+
+export async function writeEndpointFile(dataDir: string, endpoint: EndpointFile): Promise<void> {
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(endpointFilePath(dataDir), `${JSON.stringify(endpoint, null, 2)}\n`);
+}
+
+export async function removeEndpointFile(dataDir: string): Promise<void> {
+  await rm(endpointFilePath(dataDir), { force: true });
+}
+
+/** A connection problem the user can fix: no server found, or none answering. */
+export class EndpointUnavailableError extends Error {
+  override readonly name = 'EndpointUnavailableError';
+}
+
+/**
+ * Finds the cluster: `--address`, then TEMPORAL_ADDRESS (or a Temporal profile), then the endpoint
+ * file a running `toolgate dev` wrote into the data directory.
+ */
+export async function resolveEndpoint(
+  flags: ConnectionFlags,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ResolvedEndpoint> {
+  const dataDir = resolveDataDir(flags.dataDir, env);
+  let file: EndpointFile | undefined;
+  try {
+    file = JSON.parse(await readFile(endpointFilePath(dataDir), 'utf8')) as EndpointFile;
+  } catch {
+    file = undefined;
+  }
+  const taskQueue = flags.taskQueue ?? env['TOOLGATE_TASK_QUEUE'] ?? file?.taskQueue ?? defaultTaskQueue;
+  if (flags.address) {
+    return {
+      address: flags.address,
+      namespace: flags.namespace ?? env['TEMPORAL_NAMESPACE'] ?? file?.namespace ?? 'default',
+      taskQueue,
+      dataDir,
+      source: 'flag',
+      connectionOptions: {},
+    };
+  }
+  if (externalClusterRequested(env)) {
+    const config = loadExternalClusterConfig(env);
+    return {
+      address: String(config.connectionOptions.address ?? 'localhost:7233'),
+      namespace: flags.namespace ?? config.namespace ?? 'default',
+      taskQueue,
+      dataDir,
+      source: 'environment',
+      connectionOptions: config.connectionOptions as Record<string, unknown>,
+    };
+  }
+  if (file?.address) {
+    return {
+      address: file.address,
+      namespace: flags.namespace ?? file.namespace ?? 'default',
+      taskQueue,
+      dataDir,
+      source: 'endpoint file',
+      connectionOptions: {},
+    };
+  }
+  throw new EndpointUnavailableError(
+    `No toolgate server found: ${endpointFilePath(dataDir)} does not exist. Start one with \`toolgate dev\`, or set TEMPORAL_ADDRESS / pass --address.`,
+  );
+}
+
+export interface CliSession {
+  readonly endpoint: ResolvedEndpoint;
+  readonly client: ToolgateClient;
+  readonly operations: ToolgateOperations;
+  close(): Promise<void>;
+}
+
+/**
+ * Connects a client for one command. With `signer: true` it also loads the approval key from
+ * `<dataDir>/keys`, which must already exist: a key the workers do not trust would only produce
+ * refused decisions.
+ */
+export async function openSession(
+  flags: ConnectionFlags,
+  options: { signer?: boolean; env?: NodeJS.ProcessEnv } = {},
+): Promise<CliSession> {
+  const endpoint = await resolveEndpoint(flags, options.env);
+  let signer: ReturnType<typeof createApprovalSigner> | undefined;
+  if (options.signer) {
+    const keysDir = join(endpoint.dataDir, 'keys');
+    if (!existsSync(join(keysDir, 'approval-private.pem'))) {
+      throw new EndpointUnavailableError(
+        `No approval key in ${keysDir}. Approve from the data directory of the toolgate deployment (--data-dir), whose workers trust its public key.`,
+      );
+    }
+    signer = createApprovalSigner((await loadOrCreateApprovalKeys(keysDir)).privateKey);
+  }
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({
+      ...endpoint.connectionOptions,
+      address: endpoint.address,
+      connectTimeout: '5 seconds',
+    });
+  } catch (error) {
+    throw new EndpointUnavailableError(
+      `Cannot reach Temporal at ${endpoint.address} (from the ${endpoint.source}): ${error instanceof Error ? error.message : String(error)}. Is \`toolgate dev\` running?`,
+    );
+  }
+  const temporal = new Client({ connection, namespace: endpoint.namespace });
+  const client = new ToolgateClient({
+    client: temporal,
+    taskQueue: endpoint.taskQueue,
+    catalog: exampleCatalog,
+    ...(signer ? { signer } : {}),
+  });
+  return {
+    endpoint,
+    client,
+    operations: new ToolgateOperations({ client, catalog: exampleCatalog }),
+    close: () => connection.close(),
+  };
+}

@@ -1,0 +1,538 @@
+import { randomUUID } from 'node:crypto';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import {
+  type ToolUndoRequest,
+  type ToolUndoResult,
+  undoFailedType,
+  undoIdSuffix,
+} from '../../workflows/tool-undo.ts';
+import type { CallEffect, CallRecord, CallStatus, ReplayInfo, UndoInfo } from '../contracts/call-record.ts';
+import { lookupTool, type ToolCatalog } from '../contracts/define-tool.ts';
+import { searchAttributeKeys } from '../contracts/search-attributes.ts';
+import { type SideEffectTier, tierIsRetrySafe } from '../contracts/tier.ts';
+import type { StartedCall, ToolgateClient } from './toolgate-client.ts';
+
+/** Filters for {@link ToolgateOperations.list}. Every filter is an exact match on a search attribute. */
+export interface ListFilters {
+  readonly status?: CallStatus | readonly CallStatus[];
+  readonly tool?: string;
+  readonly tenant?: string;
+  readonly effect?: CallEffect;
+  readonly principal?: string;
+  readonly tier?: SideEffectTier;
+  readonly reason?: string;
+  /** Only calls started at or after this time: a Date, an ISO timestamp, or a duration like `1h`. */
+  readonly since?: Date | string;
+  /** At most this many calls, newest first. Default 100. */
+  readonly limit?: number;
+}
+
+/** One call as visibility sees it: the search attributes of one run. */
+export interface CallSummary {
+  readonly callId: string;
+  readonly runId: string;
+  readonly tool: string;
+  readonly tier?: string;
+  readonly status: string;
+  readonly effect?: string;
+  readonly reason?: string;
+  readonly tenant?: string;
+  readonly principal?: string;
+  readonly startedAt: string;
+  readonly closedAt?: string;
+  /** Temporal's own view: RUNNING, COMPLETED, FAILED (a released key), … */
+  readonly workflowStatus: string;
+}
+
+export interface ReplayOptions {
+  /** Who asks for the replay; recorded on the new run. */
+  readonly operator: string;
+  /** Needed to re-run a call whose effect may already have happened (irreversible, approval). */
+  readonly force?: boolean;
+  /** Why; required with `force`. */
+  readonly reason?: string;
+}
+
+/** The outcome of one replay: a new run, or a refusal that says why and what to do instead. */
+export type ReplayOutcome =
+  | {
+      readonly replayed: true;
+      readonly callId: string;
+      readonly replacesRunId: string;
+      readonly started: StartedCall;
+    }
+  | { readonly replayed: false; readonly callId: string; readonly refusal: string };
+
+export interface BulkReplayProgress {
+  readonly total: number;
+  readonly done: number;
+  readonly succeeded: number;
+  readonly failed: number;
+  readonly refused: number;
+  /** The item that just finished. */
+  readonly item: BulkReplayItem;
+}
+
+export interface BulkReplayItem {
+  readonly callId: string;
+  readonly tool: string;
+  /** `succeeded`/`failed`/`timeout`/… for a replayed call, `refused` or `planned` (dry run) otherwise. */
+  readonly outcome: string;
+  readonly runId?: string;
+  readonly replacesRunId?: string;
+  readonly message?: string;
+}
+
+export interface BulkReplayOptions extends ReplayOptions {
+  /** How many replays run at the same time. Default 4. */
+  readonly concurrency?: number;
+  /** List what would be replayed, and replay nothing. */
+  readonly dryRun?: boolean;
+  /** Wait for each replayed call to close (default true), so the summary has outcomes. */
+  readonly wait?: boolean;
+  readonly onProgress?: (progress: BulkReplayProgress) => void;
+}
+
+export interface BulkReplaySummary {
+  readonly total: number;
+  readonly succeeded: number;
+  readonly failed: number;
+  readonly refused: number;
+  readonly dryRun: boolean;
+  readonly items: readonly BulkReplayItem[];
+}
+
+export interface UndoOptions {
+  readonly operator: string;
+}
+
+/** The outcome of an undo. `alreadyDone` means an earlier undo ran the compensation; it did not run again. */
+export type UndoOutcome =
+  | {
+      readonly undone: true;
+      readonly callId: string;
+      readonly alreadyDone: boolean;
+      readonly result: ToolUndoResult;
+      readonly undo: UndoInfo;
+    }
+  | { readonly undone: false; readonly callId: string; readonly refusal: string; readonly undo?: UndoInfo };
+
+export interface ToolgateOperationsOptions {
+  readonly client: ToolgateClient;
+  /** The contracts, for tiers and compensations. */
+  readonly catalog: ToolCatalog;
+  /** The workflow types; match the worker's. */
+  readonly callWorkflowType?: string;
+  readonly undoWorkflowType?: string;
+}
+
+const keywordValuePattern = /^[A-Za-z0-9_.:@/~-]{1,256}$/;
+
+/**
+ * The operator's API on top of {@link ToolgateClient}: list calls by search attributes, replay
+ * failed calls one by one or in bulk, and undo succeeded reversible calls.
+ */
+export class ToolgateOperations {
+  readonly client: ToolgateClient;
+  readonly #catalog: ToolCatalog;
+  readonly #callWorkflowType: string;
+  readonly #undoWorkflowType: string;
+
+  constructor(options: ToolgateOperationsOptions) {
+    this.client = options.client;
+    this.#catalog = options.catalog;
+    this.#callWorkflowType = options.callWorkflowType ?? 'toolCall';
+    this.#undoWorkflowType = options.undoWorkflowType ?? 'toolUndo';
+  }
+
+  /** Lists calls (one entry per run), newest first. Visibility lags writes by a moment. */
+  async list(filters: ListFilters = {}): Promise<CallSummary[]> {
+    const limit = filters.limit ?? 100;
+    const query = buildListQuery(filters, this.#callWorkflowType);
+    const calls: CallSummary[] = [];
+    if (limit <= 0) return calls;
+    for await (const execution of this.client.temporal.workflow.list({
+      query,
+      pageSize: Math.min(limit, 1000),
+    })) {
+      const attributes = execution.typedSearchAttributes;
+      const read = (key: (typeof searchAttributeKeys)[keyof typeof searchAttributeKeys]) =>
+        attributes.get(key) ?? undefined;
+      const tier = read(searchAttributeKeys.toolTier);
+      const effect = read(searchAttributeKeys.callEffect);
+      const reason = read(searchAttributeKeys.reasonCode);
+      const tenant = read(searchAttributeKeys.tenant);
+      const principal = read(searchAttributeKeys.principal);
+      calls.push({
+        callId: execution.workflowId,
+        runId: execution.runId,
+        tool: read(searchAttributeKeys.toolName) ?? 'unknown',
+        ...(tier ? { tier } : {}),
+        status: read(searchAttributeKeys.callStatus) ?? 'unknown',
+        ...(effect ? { effect } : {}),
+        ...(reason ? { reason } : {}),
+        ...(tenant ? { tenant } : {}),
+        ...(principal ? { principal } : {}),
+        startedAt: execution.startTime.toISOString(),
+        ...(execution.closeTime ? { closedAt: execution.closeTime.toISOString() } : {}),
+        workflowStatus: execution.status.name,
+      });
+      if (calls.length >= limit) break;
+    }
+    return calls;
+  }
+
+  /**
+   * The call's latest record with its undo merged in, or undefined for an unknown ID. A specific
+   * run (an earlier one a replay replaced) can be read with `runId`.
+   */
+  async get(callId: string, options: { runId?: string } = {}): Promise<CallRecord | undefined> {
+    let record: CallRecord | undefined;
+    if (options.runId) {
+      try {
+        await this.client.temporal.workflow.getHandle(callId, options.runId).describe();
+      } catch (error) {
+        if (error instanceof WorkflowNotFoundError) return undefined;
+        throw error;
+      }
+      record = await this.client.result(callId, options.runId);
+    } else {
+      record = await this.client.get(callId);
+    }
+    if (!record) return undefined;
+    const undo = await this.#readUndo(callId, record.runId);
+    return undo ? { ...record, undo } : record;
+  }
+
+  /**
+   * Re-runs a failed, timed-out or cancelled call with the same tool, input and key, as a new run
+   * of the same call ID. The new run's record names the run it replaces and who asked.
+   */
+  async replay(callId: string, options: ReplayOptions): Promise<ReplayOutcome> {
+    const refuse = (refusal: string): ReplayOutcome => ({ replayed: false, callId, refusal });
+    if (!options.operator) return refuse('A replay needs an operator name (who is asking).');
+    let description: Awaited<
+      ReturnType<ReturnType<ToolgateClient['temporal']['workflow']['getHandle']>['describe']>
+    >;
+    try {
+      description = await this.client.temporal.workflow.getHandle(callId).describe();
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return refuse(`There is no call ${callId}.`);
+      throw error;
+    }
+    if (description.type !== this.#callWorkflowType) return refuse(`${callId} is not a toolgate call.`);
+    if (description.status.name === 'RUNNING') {
+      return refuse('The call is still open; wait for it to finish or cancel it first.');
+    }
+    const record = await this.client.result(callId);
+    if (record.synthetic || record.input === null) {
+      return refuse(
+        'The call has no stored record (it was terminated or ended abnormally), so its input is unknown. Send a new call instead.',
+      );
+    }
+    switch (record.status) {
+      case 'succeeded':
+        return refuse(
+          'The call succeeded, so replaying it would run it twice. Send a new call with a new key to run it again' +
+            (record.tier === 'reversible' ? ', or undo it.' : '.'),
+        );
+      case 'denied':
+        return refuse(
+          `The call was denied (${record.reason ?? 'denied'}) before anything ran. Correct the input and send it again as a new call; a denied call is not replayed.`,
+        );
+      case 'failed':
+      case 'timeout':
+      case 'cancelled':
+        break;
+      default:
+        return refuse(
+          `The call is ${record.status}; only failed, timed-out or cancelled calls can be replayed.`,
+        );
+    }
+    const tier = record.tier ?? lookupTool(this.#catalog, record.tool)?.tier;
+    const mayHaveActed = record.effect !== 'none' && !(tier !== undefined && tierIsRetrySafe(tier));
+    if (mayHaveActed) {
+      if (!options.force) {
+        return refuse(
+          `The call is ${tier ?? 'of an unknown tier'} and its effect is ${record.effect}: it may already have acted. Check the downstream system first; to run it again anyway, replay with --force --reason "…".`,
+        );
+      }
+      if (!options.reason?.trim()) {
+        return refuse('A forced replay needs a reason; it is recorded on the new run.');
+      }
+    }
+    const replay: ReplayInfo = {
+      replacesRunId: record.runId,
+      operator: options.operator,
+      force: options.force === true,
+      ...(options.reason?.trim() ? { reason: options.reason.trim() } : {}),
+    };
+    const started = await this.client.start(
+      { tool: record.tool, input: record.input, ...(record.key !== undefined ? { key: record.key } : {}) },
+      { tenant: record.tenant, principal: record.principal, principalKind: record.principalKind },
+      { replay, callId },
+    );
+    if (started.disposition === 'refused' || started.disposition === 'existing') {
+      return refuse(
+        started.record?.message ?? 'Temporal did not start a new run; the call keeps its key (see get).',
+      );
+    }
+    return { replayed: true, callId, replacesRunId: record.runId, started };
+  }
+
+  /**
+   * Replays every call matching the filters (default: failed ones), `concurrency` at a time. Each
+   * call ID is replayed at most once, from its latest run.
+   */
+  async replayMany(filters: ListFilters, options: BulkReplayOptions): Promise<BulkReplaySummary> {
+    const listed = await this.list({ status: 'failed', ...filters, limit: filters.limit ?? 1000 });
+    const seen = new Set<string>();
+    const targets = listed.filter((call) => !seen.has(call.callId) && seen.add(call.callId));
+    const items: BulkReplayItem[] = [];
+    let succeeded = 0;
+    let failed = 0;
+    let refused = 0;
+    const report = (item: BulkReplayItem) => {
+      items.push(item);
+      if (item.outcome === 'succeeded') succeeded += 1;
+      else if (item.outcome === 'refused') refused += 1;
+      else if (item.outcome !== 'planned' && item.outcome !== 'started') failed += 1;
+      options.onProgress?.({ total: targets.length, done: items.length, succeeded, failed, refused, item });
+    };
+    if (options.dryRun) {
+      for (const call of targets) report({ callId: call.callId, tool: call.tool, outcome: 'planned' });
+      return { total: targets.length, succeeded, failed, refused, dryRun: true, items };
+    }
+    const concurrency = Math.max(1, Math.min(options.concurrency ?? 4, 64));
+    let next = 0;
+    const workOne = async (call: CallSummary): Promise<BulkReplayItem> => {
+      try {
+        const outcome = await this.replay(call.callId, options);
+        if (!outcome.replayed) {
+          return { callId: call.callId, tool: call.tool, outcome: 'refused', message: outcome.refusal };
+        }
+        const runId = outcome.started.runId;
+        if (options.wait === false) {
+          return {
+            callId: call.callId,
+            tool: call.tool,
+            outcome: 'started',
+            replacesRunId: outcome.replacesRunId,
+            ...(runId ? { runId } : {}),
+          };
+        }
+        const record = await this.client.result(call.callId, runId);
+        return {
+          callId: call.callId,
+          tool: call.tool,
+          outcome: record.status,
+          runId: record.runId,
+          replacesRunId: outcome.replacesRunId,
+          ...(record.status !== 'succeeded' && record.message ? { message: record.message } : {}),
+        };
+      } catch (error) {
+        return {
+          callId: call.callId,
+          tool: call.tool,
+          outcome: 'error',
+          message: error instanceof Error ? error.message : String(error),
+        };
+      }
+    };
+    const lanes = Array.from({ length: Math.min(concurrency, targets.length) }, async () => {
+      for (;;) {
+        const call = targets[next];
+        next += 1;
+        if (!call) return;
+        report(await workOne(call));
+      }
+    });
+    await Promise.all(lanes);
+    return { total: targets.length, succeeded, failed, refused, dryRun: false, items };
+  }
+
+  /**
+   * Runs the compensation of a succeeded reversible call, once: a second undo, even a concurrent
+   * one, finds the first and does not run the compensation again.
+   */
+  async undo(callId: string, options: UndoOptions): Promise<UndoOutcome> {
+    const refuse = (refusal: string, undo?: UndoInfo): UndoOutcome => ({
+      undone: false,
+      callId,
+      refusal,
+      ...(undo ? { undo } : {}),
+    });
+    if (!options.operator) return refuse('An undo needs an operator name (who is asking).');
+    const record = await this.client.get(callId).catch((error: unknown) => {
+      if (error instanceof WorkflowNotFoundError) return undefined;
+      throw error;
+    });
+    if (!record) return refuse(`There is no call ${callId}.`);
+    if (record.status !== 'succeeded') {
+      return refuse(`The call is ${record.status}; only a succeeded call can be undone.`);
+    }
+    const contract = lookupTool(this.#catalog, record.tool);
+    if (contract?.tier !== 'reversible' || !contract.compensation) {
+      return refuse(
+        `${record.tool} is ${contract?.tier ?? 'not a known tool'}: only reversible tools have a compensation, so this call cannot be undone.`,
+      );
+    }
+    const request: ToolUndoRequest = {
+      callId,
+      runId: record.runId,
+      tool: record.tool,
+      input: record.input,
+      output: record.output ?? null,
+      ...(record.key !== undefined ? { key: record.key } : {}),
+      context: { tenant: record.tenant, principal: record.principal, principalKind: record.principalKind },
+      operator: options.operator,
+    };
+    const undoId = `${callId}${undoIdSuffix}`;
+    const startNonce = randomUUID();
+    let alreadyDone = false;
+    let runId: string | undefined;
+    try {
+      const handle = await this.client.temporal.workflow.start(this.#undoWorkflowType, {
+        workflowId: undoId,
+        taskQueue: this.client.taskQueue,
+        args: [request],
+        // A completed undo blocks every later one; a failed one may be tried again.
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+        // A concurrent second undo joins the running one instead of starting its own.
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        memo: { startNonce },
+      });
+      runId = handle.firstExecutionRunId;
+      // The server may have attached this request to an undo already running: its memo says whose.
+      const description = await this.client.temporal.workflow.getHandle(undoId, runId).describe();
+      const memo: Record<string, unknown> = description.memo ?? {};
+      alreadyDone = memo['startNonce'] !== startNonce;
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      alreadyDone = true;
+    }
+    try {
+      const result = (await this.client.temporal.workflow
+        .getHandle(undoId, runId)
+        .result()) as ToolUndoResult;
+      if (result.runId !== record.runId) {
+        return refuse(
+          `An earlier run of this call (${result.runId}) was already undone; this run cannot be undone separately.`,
+          undoInfoFromResult(result),
+        );
+      }
+      return { undone: true, callId, alreadyDone, result, undo: undoInfoFromResult(result) };
+    } catch (error) {
+      const undo = undoInfoFromFailure(error, options.operator);
+      if (undo) return refuse(undo.message ?? 'The undo failed.', undo);
+      throw error;
+    }
+  }
+
+  async #readUndo(callId: string, runId: string): Promise<UndoInfo | undefined> {
+    const handle = this.client.temporal.workflow.getHandle(`${callId}${undoIdSuffix}`);
+    try {
+      const description = await handle.describe();
+      if (description.status.name === 'RUNNING') return undefined;
+      const result = (await handle.result()) as ToolUndoResult;
+      return result.runId === runId ? undoInfoFromResult(result) : undefined;
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return undefined;
+      return undoInfoFromFailure(error, 'unknown');
+    }
+  }
+}
+
+function undoInfoFromResult(result: ToolUndoResult): UndoInfo {
+  return {
+    at: result.at,
+    operator: result.operator,
+    status: 'succeeded',
+    message: `Compensation ${result.compensation} ran.`,
+  };
+}
+
+function undoInfoFromFailure(error: unknown, operator: string): UndoInfo | undefined {
+  if (!(error instanceof WorkflowFailedError)) return undefined;
+  const cause = error.cause;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== undoFailedType) return undefined;
+  const details = cause.details?.[0] as { operator?: string; at?: string } | undefined;
+  return {
+    at: details?.at ?? new Date().toISOString(),
+    operator: details?.operator ?? operator,
+    status: 'failed',
+    message: cause.message,
+  };
+}
+
+/**
+ * The visibility query for a set of filters. Values are checked against a strict character set
+ * rather than escaped, so a filter can never change the shape of the query.
+ */
+export function buildListQuery(filters: ListFilters, workflowType = 'toolCall', nowMs = Date.now()): string {
+  const clauses = [`WorkflowType = ${quote(workflowType, 'workflow type')}`];
+  const statuses =
+    filters.status === undefined
+      ? []
+      : typeof filters.status === 'string'
+        ? [filters.status]
+        : filters.status;
+  if (statuses.length === 1) clauses.push(`CallStatus = ${quote(statuses[0]!, 'status')}`);
+  if (statuses.length > 1) {
+    clauses.push(`CallStatus IN (${statuses.map((status) => quote(status, 'status')).join(', ')})`);
+  }
+  const exact: Array<[string, string | undefined, string]> = [
+    ['ToolName', filters.tool, 'tool'],
+    ['Tenant', filters.tenant, 'tenant'],
+    ['CallEffect', filters.effect, 'effect'],
+    ['Principal', filters.principal, 'principal'],
+    ['ToolTier', filters.tier, 'tier'],
+    ['ReasonCode', filters.reason, 'reason'],
+  ];
+  for (const [attribute, value, what] of exact) {
+    if (value !== undefined) clauses.push(`${attribute} = ${quote(value, what)}`);
+  }
+  if (filters.since !== undefined) {
+    clauses.push(`StartTime >= '${parseSince(filters.since, nowMs).toISOString()}'`);
+  }
+  return clauses.join(' AND ');
+}
+
+function quote(value: string, what: string): string {
+  if (!keywordValuePattern.test(value)) {
+    throw new RangeError(
+      `The ${what} filter ${JSON.stringify(value.slice(0, 64))} has characters a filter may not contain; use letters, digits and _ . : @ / ~ -.`,
+    );
+  }
+  return `'${value}'`;
+}
+
+const durationUnits: Record<string, number> = {
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 604_800_000,
+};
+
+/** `1h`, `30m`, `2d`, `90s`, `1w`, or an ISO timestamp, as a point in time. */
+export function parseSince(since: Date | string, nowMs = Date.now()): Date {
+  if (since instanceof Date) return since;
+  const match = /^(\d{1,6})([smhdw])$/.exec(since.trim());
+  if (match) {
+    const unit = durationUnits[match[2]!]!;
+    return new Date(nowMs - Number(match[1]) * unit);
+  }
+  const parsed = Date.parse(since);
+  if (Number.isNaN(parsed)) {
+    throw new RangeError(
+      `--since ${JSON.stringify(since)} is not a duration (e.g. 90s, 30m, 1h, 2d, 1w) or an ISO timestamp.`,
+    );
+  }
+  return new Date(parsed);
+}

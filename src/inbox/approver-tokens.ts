@@ -1,0 +1,85 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { z } from 'zod';
+
+/** A person who may sign in to the inbox. Whether they may decide a call is the tool's approvers list. */
+export interface InboxApprover {
+  readonly name: string;
+  readonly roles: readonly string[];
+}
+
+const approversFileSchema = z.strictObject({
+  approvers: z.array(
+    z.strictObject({
+      name: z.string().min(1).max(128),
+      roles: z.array(z.string().min(1).max(64)).max(32).default([]),
+      token: z.string().min(16).max(256),
+    }),
+  ),
+});
+export type ApproversFile = z.infer<typeof approversFileSchema>;
+
+/** Looks approvers up by token, comparing hashes in constant time. */
+export interface ApproverDirectory {
+  readonly file: string;
+  authenticate(token: string): InboxApprover | undefined;
+}
+
+export function approversFilePath(dataDir: string): string {
+  return join(dataDir, 'approvers.json');
+}
+
+export function createApproverDirectory(file: string, contents: ApproversFile): ApproverDirectory {
+  const digest = (token: string) => createHash('sha256').update(token).digest();
+  const entries = contents.approvers.map((entry) => ({
+    digest: digest(entry.token),
+    approver: { name: entry.name, roles: [...entry.roles] },
+  }));
+  return {
+    file,
+    authenticate(token) {
+      if (typeof token !== 'string' || token.length === 0 || token.length > 256) return undefined;
+      const presented = digest(token);
+      // Check every entry, so the time taken does not say which one matched.
+      let found: InboxApprover | undefined;
+      for (const entry of entries) if (timingSafeEqual(entry.digest, presented)) found = entry.approver;
+      return found;
+    },
+  };
+}
+
+export function generateApproverToken(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+/**
+ * Reads `<dataDir>/approvers.json`; on first run creates it (mode 0600) with one approver, `alice`
+ * of role `finance`, and a random token, which is returned so it can be printed once.
+ */
+export async function loadOrCreateApproverDirectory(
+  dataDir: string,
+): Promise<{ directory: ApproverDirectory; created?: { name: string; token: string } }> {
+  const file = approversFilePath(dataDir);
+  let text: string | undefined;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  if (text !== undefined) {
+    const parsed = approversFileSchema.safeParse(JSON.parse(text));
+    if (!parsed.success) {
+      throw new Error(
+        `${file} is not a valid approvers file: expected {"approvers":[{"name","roles","token"}]} with tokens of 16+ characters.`,
+      );
+    }
+    return { directory: createApproverDirectory(file, parsed.data) };
+  }
+  const token = generateApproverToken();
+  const contents: ApproversFile = { approvers: [{ name: 'alice', roles: ['finance'], token }] };
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(file, `${JSON.stringify(contents, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+  await chmod(file, 0o600);
+  return { directory: createApproverDirectory(file, contents), created: { name: 'alice', token } };
+}

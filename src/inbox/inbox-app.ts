@@ -1,0 +1,326 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { type Context, Hono } from 'hono';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { z } from 'zod';
+import type { ToolgateOperations } from '../client/operations.ts';
+import type { CallRecord } from '../contracts/call-record.ts';
+import type { ApproverDirectory, InboxApprover } from './approver-tokens.ts';
+import { inboxPage, inboxScript, inboxStyle, loginPage } from './assets.ts';
+import { renderOverviewSvg, summarizeCalls } from './overview-chart.ts';
+
+export interface InboxOptions {
+  /** Its client must carry the approval signer: the inbox signs decisions as the signed-in approver. */
+  readonly operations: ToolgateOperations;
+  readonly approvers: ApproverDirectory;
+  /** How long a sign-in lasts. Default 8 hours. */
+  readonly sessionTtlMs?: number;
+}
+
+interface InboxSession {
+  readonly approver: InboxApprover;
+  readonly csrfToken: string;
+  readonly expiresAtMs: number;
+}
+
+const sessionCookie = 'toolgate_inbox';
+
+/** Strict enough that an injected `<script>` could not run even if escaping ever failed. */
+const contentSecurityPolicy = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
+
+const decisionBodySchema = z.strictObject({
+  callId: z.string().min(1).max(512),
+  decision: z.enum(['approve', 'reject']),
+  comment: z.string().max(2000).optional(),
+});
+
+/** A pending call as the inbox shows it. `input` is data for the page to print, never markup. */
+export interface PendingCall {
+  readonly callId: string;
+  readonly tool: string;
+  readonly tier?: string;
+  readonly tenant: string;
+  readonly principal: string;
+  readonly principalKind: string;
+  readonly input: unknown;
+  readonly preview?: string;
+  readonly approvers: readonly string[];
+  readonly expiresAt: string;
+  readonly timeLeftMs: number;
+  readonly refusedDecisions: CallRecord['refusedDecisions'];
+}
+
+export interface RecentDecision {
+  readonly callId: string;
+  readonly tool: string;
+  readonly decision: string;
+  readonly decidedBy: string;
+  readonly decidedAt: string;
+  readonly comment?: string;
+  readonly status: string;
+}
+
+/** Whether this approver is on the call's list: by name or by `role:<name>`, and not the requester. */
+export function mayDecide(approver: InboxApprover, record: CallRecord): string | undefined {
+  const approvers = record.approval?.approvers ?? [];
+  if (approver.name === record.principal) return 'the requester may not approve their own call';
+  const named = approvers.includes(approver.name);
+  const byRole = approver.roles.some((role) => approvers.includes(`role:${role}`));
+  return named || byRole ? undefined : `${approver.name} is not an approver for ${record.tool}`;
+}
+
+function sameSecret(left: string, right: string): boolean {
+  const digest = (value: string) => createHash('sha256').update(value).digest();
+  return timingSafeEqual(digest(left), digest(right));
+}
+
+/**
+ * The approvals inbox as a hono app: a sign-in page, the inbox page, and a JSON API under /api.
+ * Sign-in is by approver token; every state change needs the session's CSRF token.
+ */
+export function createInboxApp(options: InboxOptions): Hono {
+  const { operations } = options;
+  const sessionTtlMs = options.sessionTtlMs ?? 8 * 60 * 60 * 1000;
+  const sessions = new Map<string, InboxSession>();
+  // Closed records never change, so recent decisions are fetched once per run.
+  const closedRecords = new Map<string, CallRecord>();
+  const app = new Hono();
+
+  const currentSession = (context: Context): InboxSession | undefined => {
+    const id = getCookie(context, sessionCookie);
+    if (!id) return undefined;
+    const session = sessions.get(id);
+    if (!session) return undefined;
+    if (session.expiresAtMs < Date.now()) {
+      sessions.delete(id);
+      return undefined;
+    }
+    return session;
+  };
+
+  /** A cross-site form post carries a foreign Origin; refuse it even before the CSRF token check. */
+  const foreignOrigin = (context: Context): boolean => {
+    const origin = context.req.header('origin');
+    if (!origin) return false;
+    const host = context.req.header('host');
+    try {
+      return new URL(origin).host !== host;
+    } catch {
+      return true;
+    }
+  };
+
+  app.use('*', async (context, next) => {
+    await next();
+    context.header('Content-Security-Policy', contentSecurityPolicy);
+    context.header('X-Content-Type-Options', 'nosniff');
+    context.header('X-Frame-Options', 'DENY');
+    // Not no-referrer: under it Chromium sends `Origin: null` on form posts, defeating the origin check.
+    context.header('Referrer-Policy', 'same-origin');
+    context.header('Cache-Control', 'no-store');
+  });
+
+  app.get('/assets/inbox.js', (context) =>
+    context.body(inboxScript, 200, { 'content-type': 'text/javascript; charset=utf-8' }),
+  );
+  app.get('/assets/inbox.css', (context) =>
+    context.body(inboxStyle, 200, { 'content-type': 'text/css; charset=utf-8' }),
+  );
+
+  app.get('/login', (context) => context.html(loginPage()));
+  app.post('/login', async (context) => {
+    if (foreignOrigin(context)) return context.html(loginPage('This sign-in came from another site.'), 403);
+    const form = await context.req.parseBody();
+    const token = typeof form['token'] === 'string' ? form['token'] : '';
+    const approver = options.approvers.authenticate(token);
+    if (!approver) return context.html(loginPage('That token is not valid.'), 401);
+    const id = randomBytes(32).toString('base64url');
+    sessions.set(id, {
+      approver,
+      csrfToken: randomBytes(32).toString('base64url'),
+      expiresAtMs: Date.now() + sessionTtlMs,
+    });
+    setCookie(context, sessionCookie, id, {
+      httpOnly: true,
+      sameSite: 'Strict',
+      path: '/',
+      maxAge: Math.floor(sessionTtlMs / 1000),
+    });
+    return context.redirect('/', 303);
+  });
+  app.post('/logout', async (context) => {
+    const session = currentSession(context);
+    const form = await context.req.parseBody();
+    if (session && typeof form['csrf'] === 'string' && sameSecret(form['csrf'], session.csrfToken)) {
+      sessions.delete(getCookie(context, sessionCookie) ?? '');
+      deleteCookie(context, sessionCookie, { path: '/' });
+    }
+    return context.redirect('/login', 303);
+  });
+
+  app.get('/', (context) =>
+    currentSession(context) ? context.html(inboxPage) : context.redirect('/login', 303),
+  );
+
+  // Everything under /api needs a session.
+  app.use('/api/*', async (context, next) => {
+    if (!currentSession(context)) return context.json({ error: 'Sign in first.' }, 401);
+    await next();
+  });
+
+  app.get('/api/session', (context) => {
+    const session = currentSession(context)!;
+    return context.json({
+      approver: session.approver.name,
+      roles: session.approver.roles,
+      csrfToken: session.csrfToken,
+    });
+  });
+
+  app.get('/api/pending', async (context) => {
+    const listed = await operations.list({ status: 'awaiting_approval', limit: 100 });
+    const seen = new Set<string>();
+    const ids = listed.map((call) => call.callId).filter((id) => !seen.has(id) && seen.add(id));
+    const records = await Promise.all(ids.map((id) => operations.client.get(id).catch(() => undefined)));
+    const now = Date.now();
+    const calls: PendingCall[] = records
+      // Visibility lags: a call decided a moment ago may still be listed as waiting.
+      .filter((record): record is CallRecord => record?.status === 'awaiting_approval' && !!record.approval)
+      .map((record) => ({
+        callId: record.callId,
+        tool: record.tool,
+        ...(record.tier ? { tier: record.tier } : {}),
+        tenant: record.tenant,
+        principal: record.principal,
+        principalKind: record.principalKind,
+        input: record.input,
+        ...(record.approval!.preview ? { preview: record.approval!.preview } : {}),
+        approvers: record.approval!.approvers,
+        expiresAt: record.approval!.expiresAt,
+        timeLeftMs: Math.max(0, Date.parse(record.approval!.expiresAt) - now),
+        refusedDecisions: record.refusedDecisions,
+      }))
+      .sort((left, right) => left.timeLeftMs - right.timeLeftMs);
+    return context.json({ calls });
+  });
+
+  app.get('/api/decisions', async (context) => {
+    const listed = await operations.list({ tier: 'approval', limit: 40 });
+    const decisions: RecentDecision[] = [];
+    for (const call of listed) {
+      if (call.workflowStatus === 'RUNNING' && call.status === 'awaiting_approval') continue;
+      let record = closedRecords.get(call.runId);
+      if (!record) {
+        record = await operations.get(call.callId, { runId: call.runId }).catch(() => undefined);
+        if (!record) continue;
+        if (call.workflowStatus !== 'RUNNING') closedRecords.set(call.runId, record);
+      }
+      const approval = record.approval;
+      if (!approval?.decision || !approval.decidedAt) continue;
+      decisions.push({
+        callId: record.callId,
+        tool: record.tool,
+        decision: approval.decision,
+        decidedBy: approval.decidedBy ?? 'unknown',
+        decidedAt: approval.decidedAt,
+        ...(approval.comment !== undefined ? { comment: approval.comment } : {}),
+        status: record.status,
+      });
+      if (decisions.length >= 15) break;
+    }
+    decisions.sort((left, right) => right.decidedAt.localeCompare(left.decidedAt));
+    return context.json({ decisions });
+  });
+
+  app.post('/api/decisions', async (context) => {
+    const session = currentSession(context)!;
+    const presented = context.req.header('x-csrf-token') ?? '';
+    if (foreignOrigin(context) || !sameSecret(presented, session.csrfToken)) {
+      return context.json({ error: 'The CSRF token is missing or wrong; reload the page.' }, 403);
+    }
+    if (!(context.req.header('content-type') ?? '').startsWith('application/json')) {
+      return context.json({ error: 'Send the decision as JSON.' }, 415);
+    }
+    const parsed = decisionBodySchema.safeParse(await context.req.json().catch(() => undefined));
+    if (!parsed.success) return context.json({ error: 'The decision is malformed.' }, 400);
+    const { callId, decision } = parsed.data;
+    const comment = parsed.data.comment?.trim();
+    if (decision === 'reject' && !comment)
+      return context.json({ error: 'Say why you reject it (comment).' }, 400);
+    const record = await operations.client.get(callId).catch(() => undefined);
+    if (!record) return context.json({ error: 'There is no such call.' }, 404);
+    if (record.status !== 'awaiting_approval') {
+      return context.json({ error: `The call is ${record.status}; it no longer waits for a decision.` }, 409);
+    }
+    const refusal = mayDecide(session.approver, record);
+    if (refusal) return context.json({ error: `You may not decide this call: ${refusal}.` }, 403);
+    const decisionOptions = {
+      approver: session.approver.name,
+      roles: session.approver.roles,
+      ...(comment ? { comment } : {}),
+    };
+    const outcome =
+      decision === 'approve'
+        ? await operations.client.approve(callId, decisionOptions)
+        : await operations.client.reject(callId, decisionOptions);
+    if (outcome.accepted) return context.json({ state: outcome.state }, 200);
+    if (outcome.state === 'delivered')
+      return context.json({ state: outcome.state, error: outcome.reason }, 202);
+    return context.json({ state: outcome.state, error: outcome.reason ?? 'The decision was refused.' }, 409);
+  });
+
+  app.get('/api/overview', async (context) =>
+    context.json(summarizeCalls(await operations.list({ since: '24h', limit: 1000 }))),
+  );
+  app.get('/api/overview.svg', async (context) => {
+    const svg = renderOverviewSvg(summarizeCalls(await operations.list({ since: '24h', limit: 1000 })));
+    return context.body(svg, 200, { 'content-type': 'image/svg+xml; charset=utf-8' });
+  });
+
+  app.onError((error, context) => {
+    process.stderr.write(
+      `[inbox] ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    return context.json({ error: 'The inbox hit an internal error; see its log.' }, 500);
+  });
+  return app;
+}
+
+export interface RunningInbox {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Serves the inbox. Binds 127.0.0.1 unless told otherwise: it is an operator surface. */
+export async function startInbox(
+  options: InboxOptions & { readonly host?: string; readonly port?: number },
+): Promise<RunningInbox> {
+  const app = createInboxApp(options);
+  const host = options.host ?? '127.0.0.1';
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const started = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8787 }, () =>
+      resolve(started),
+    );
+    started.once('error', reject);
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${shownHost}:${address.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+      }),
+  };
+}

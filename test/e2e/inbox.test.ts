@@ -1,0 +1,157 @@
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ToolgateOperations } from '../../src/client/operations.ts';
+import { approversFilePath, loadOrCreateApproverDirectory } from '../../src/inbox/approver-tokens.ts';
+import { type RunningInbox, startInbox } from '../../src/inbox/inbox-app.ts';
+import { exampleCatalog } from '../../src/tools/example-contracts.ts';
+import { agent, createHarness, type Harness } from '../support/harness.ts';
+import { waitFor } from '../support/wait.ts';
+
+const aliceToken = 'alice-token-0123456789abcdef';
+const malloryToken = 'mallory-token-0123456789abcdef';
+const hostileMemo = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">';
+
+describe('approvals inbox in headless chromium', () => {
+  let harness: Harness;
+  let inbox: RunningInbox;
+  let browser: Browser;
+  let callId: string;
+
+  beforeAll(async () => {
+    harness = await createHarness();
+    await writeFile(
+      approversFilePath(harness.dataDir),
+      JSON.stringify({
+        approvers: [
+          { name: 'alice', roles: ['finance'], token: aliceToken },
+          // Signs in fine, but is on no tool's approvers list.
+          { name: 'mallory', roles: ['support'], token: malloryToken },
+        ],
+      }),
+    );
+    const { directory } = await loadOrCreateApproverDirectory(harness.dataDir);
+    inbox = await startInbox({
+      operations: new ToolgateOperations({ client: harness.client, catalog: exampleCatalog }),
+      approvers: directory,
+      port: 0,
+    });
+    browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--no-first-run',
+        '--disable-sync',
+        '--disable-quic',
+      ],
+    });
+    const started = await harness.client.start(
+      {
+        tool: 'transfer_funds',
+        input: {
+          reference: 'inbox-e2e-1',
+          from: 'ACC-100',
+          to: 'ACC-200',
+          amountCents: 125_000,
+          currency: 'EUR',
+          memo: hostileMemo,
+        },
+      },
+      agent,
+    );
+    callId = started.callId;
+    await waitFor(async () =>
+      (await harness.client.get(callId))?.status === 'awaiting_approval' ? true : undefined,
+    );
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await inbox?.close();
+    await harness?.close();
+  });
+
+  async function signIn(token: string): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(inbox.url);
+    expect(new URL(page.url()).pathname).toBe('/login');
+    await page.fill('#token', token);
+    await page.click('button[type=submit]');
+    await page.waitForSelector(`article[data-call-id="${callId}"]`, { timeout: 15_000 });
+    return page;
+  }
+
+  it('refuses a wrong token, and a signed-in non-approver cannot approve', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${inbox.url}/login`);
+    await page.fill('#token', 'not-a-real-token-at-all');
+    await page.click('button[type=submit]');
+    await expect.poll(() => page.textContent('.error')).toContain('not valid');
+    const api = await page.request.get(`${inbox.url}/api/pending`);
+    expect(api.status()).toBe(401);
+    await context.close();
+
+    const mallory = await signIn(malloryToken);
+    const card = mallory.locator(`article[data-call-id="${callId}"]`);
+    await card.locator('button.approve').click();
+    await expect.poll(() => mallory.textContent('#notice')).toMatch(/not an approver/);
+    expect((await harness.client.get(callId))?.status).toBe('awaiting_approval');
+
+    // A state change without the CSRF token is refused, even with a valid session cookie.
+    const forged = await mallory.request.post(`${inbox.url}/api/decisions`, {
+      data: { callId, decision: 'approve' },
+    });
+    expect(forged.status()).toBe(403);
+    await mallory.context().close();
+    expect(await harness.readLines(harness.tools.paths.ledgerFile)).toHaveLength(0);
+  });
+
+  it('shows arguments as text, with the preview; the approver approves and the transfer runs once', async () => {
+    const page = await signIn(aliceToken);
+    const card = page.locator(`article[data-call-id="${callId}"]`);
+    await expect
+      .poll(() => card.locator('pre.arguments').textContent())
+      .toContain(JSON.stringify(hostileMemo));
+    expect(await card.locator('.preview').textContent()).toContain(
+      'Transfer 1250.00 EUR from ACC-100 to ACC-200',
+    );
+    expect(await card.textContent()).toContain('agent-7');
+    expect(await card.textContent()).toContain('approval');
+    // The memo was printed, not parsed: no element came from it and no script ran.
+    expect(await card.locator('script, img').count()).toBe(0);
+    expect(
+      await page.evaluate(() => (globalThis as unknown as { __pwned?: number }).__pwned),
+    ).toBeUndefined();
+    const csp = (await page.request.get(inbox.url)).headers()['content-security-policy'];
+    expect(csp).toContain("script-src 'self'");
+
+    await mkdir('test-results', { recursive: true });
+    const screenshot = join('test-results', 'inbox.png');
+    await page.screenshot({ path: screenshot, fullPage: true });
+    await mkdir(join('docs', 'images'), { recursive: true });
+    await copyFile(screenshot, join('docs', 'images', 'inbox.png'));
+
+    await card.locator('input').fill('matches invoice 1250');
+    await card.locator('button.approve').click();
+    const record = await harness.client.result(callId);
+    expect(record.status).toBe('succeeded');
+    expect(record.approval?.decidedBy).toBe('alice');
+    expect(record.approval?.comment).toBe('matches invoice 1250');
+    const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
+    expect(ledger).toHaveLength(1);
+    expect(ledger[0]?.['reference']).toBe('inbox-e2e-1');
+
+    // The live list drops the call and the recent decisions show it.
+    await page.waitForSelector(`article[data-call-id="${callId}"]`, { state: 'detached', timeout: 15_000 });
+    await expect
+      .poll(() => page.locator('#decisions tbody').textContent(), { timeout: 15_000 })
+      .toContain('alice');
+    await page.screenshot({ path: join('test-results', 'inbox-after.png'), fullPage: true });
+  });
+});

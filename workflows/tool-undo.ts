@@ -1,0 +1,100 @@
+import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { ToolFailureDetails, ToolgateActivities } from '../src/contracts/activity-types.ts';
+import type { CallContext } from '../src/contracts/call-record.ts';
+import { lookupTool, type ToolCatalog } from '../src/contracts/define-tool.ts';
+
+/** What an operator's undo asks for: the succeeded call's identity, input and output. */
+export interface ToolUndoRequest {
+  /** The call being undone; the undo's own workflow ID is `${callId}/undo`. */
+  readonly callId: string;
+  readonly runId: string;
+  readonly tool: string;
+  readonly input: unknown;
+  readonly output: unknown;
+  readonly key?: string;
+  readonly context: CallContext;
+  readonly operator: string;
+}
+
+/** The outcome of an undo, merged into the call record's `undo` field by the operations client. */
+export interface ToolUndoResult {
+  readonly callId: string;
+  readonly runId: string;
+  readonly compensation: string;
+  readonly operator: string;
+  readonly status: 'succeeded';
+  readonly at: string;
+  readonly output: unknown;
+  readonly attempts: number;
+}
+
+/** The type of the failure an undo closes with when its compensation could not run. */
+export const undoFailedType = 'ToolUndoFailed';
+
+/** The suffix that turns a call ID into the ID of its undo. */
+export const undoIdSuffix = '/undo';
+
+/**
+ * Builds the `toolUndo` workflow. It runs a reversible tool's compensation once. The operations
+ * client starts it under the ID `${callId}/undo`: a second undo joins the running one or finds the
+ * completed one, so the compensation never runs twice. A failed undo closes as Failed, which lets
+ * an operator try again once the cause is fixed.
+ */
+export function createToolUndoWorkflow(catalog: ToolCatalog) {
+  return async function toolUndo(request: ToolUndoRequest): Promise<ToolUndoResult> {
+    const contract = lookupTool(catalog, request.tool);
+    if (contract?.tier !== 'reversible' || !contract.compensation) {
+      throw ApplicationFailure.create({
+        type: undoFailedType,
+        nonRetryable: true,
+        message: `${request.tool} is not a reversible tool with a compensation, so it cannot be undone.`,
+      });
+    }
+    const activities = proxyActivities<ToolgateActivities>({
+      startToCloseTimeout: contract.timeoutMs + 1_000,
+      heartbeatTimeout: 2_000,
+      retry: {
+        maximumAttempts: contract.retry.maximumAttempts,
+        initialInterval: contract.retry.initialIntervalMs,
+        backoffCoefficient: contract.retry.backoffCoefficient,
+        maximumInterval: contract.retry.maximumIntervalMs,
+      },
+    });
+    try {
+      const result = await activities.runTool({
+        callId: request.callId,
+        tool: contract.compensation,
+        input: request.input,
+        ...(request.key !== undefined ? { key: request.key } : {}),
+        tier: contract.tier,
+        timeoutMs: contract.timeoutMs,
+        context: request.context,
+        compensationOf: { output: request.output },
+      });
+      return {
+        callId: request.callId,
+        runId: request.runId,
+        compensation: contract.compensation,
+        operator: request.operator,
+        status: 'succeeded',
+        at: new Date().toISOString(),
+        output: result.output,
+        attempts: result.attempt,
+      };
+    } catch (error) {
+      const cause = error instanceof ActivityFailure ? error.cause : error;
+      const details =
+        cause instanceof ApplicationFailure
+          ? (cause.details?.[0] as ToolFailureDetails | undefined)
+          : undefined;
+      throw ApplicationFailure.create({
+        type: undoFailedType,
+        nonRetryable: true,
+        message: `The compensation ${contract.compensation} failed: ${details?.message ?? 'see the worker logs'}. Fix the cause, then run undo again.`,
+        details: [
+          { operator: request.operator, at: new Date().toISOString(), undoId: workflowInfo().workflowId },
+        ],
+      });
+    }
+  };
+}
