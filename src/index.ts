@@ -25,6 +25,9 @@ export {
 export { createExampleTools, exampleToolPaths } from '../activities/tools/example-tools.ts';
 export type { ToolCallRequest, ToolCallWorkflowOptions } from '../workflows/tool-call.ts';
 export { createToolCallWorkflow } from '../workflows/tool-call.ts';
+export type { ToolUndoRequest, ToolUndoResult } from '../workflows/tool-undo.ts';
+export { createToolUndoWorkflow } from '../workflows/tool-undo.ts';
+export { ExitCode } from './cli/output.ts';
 export type { ApprovalKeyFiles, ApprovalSigner } from './client/approval-signer.ts';
 export {
   createApprovalSigner,
@@ -37,6 +40,20 @@ export {
   externalClusterRequested,
   loadExternalClusterConfig,
 } from './client/connection-settings.ts';
+export type {
+  BulkReplayItem,
+  BulkReplayOptions,
+  BulkReplayProgress,
+  BulkReplaySummary,
+  CallSummary,
+  ListFilters,
+  ReplayOptions,
+  ReplayOutcome,
+  ToolgateOperationsOptions,
+  UndoOptions,
+  UndoOutcome,
+} from './client/operations.ts';
+export { buildListQuery, parseSince, ToolgateOperations } from './client/operations.ts';
 export type {
   CallRequest,
   DecisionOptions,
@@ -80,6 +97,11 @@ export type { DevServer, DevServerOptions, FoundCli } from './dev/index.ts';
 export { findTemporalCli, startDevServer } from './dev/index.ts';
 export type { Embedded, EmbeddedOptions } from './embedded.ts';
 export { startEmbedded } from './embedded.ts';
+export type { ApproverDirectory, InboxApprover } from './inbox/approver-tokens.ts';
+export { createApproverDirectory, loadOrCreateApproverDirectory } from './inbox/approver-tokens.ts';
+export type { InboxOptions, RunningInbox } from './inbox/inbox-app.ts';
+export { createInboxApp, mayDecide, startInbox } from './inbox/inbox-app.ts';
+export { renderOverviewSvg, summarizeCalls } from './inbox/overview-chart.ts';
 export type { AllowlistPolicy } from './policy/allowlist.ts';
 export { exampleAllowlist, exampleCatalog } from './tools/example-contracts.ts';
 export type { CreateWorkerOptions } from './worker/create-worker.ts';
