@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
 import { link, lstat, mkdir, open, realpath, rm, stat } from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
+import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { relativePathProblem } from '../../src/contracts/sandboxed-path.ts';
-import { ToolDenied } from '../tool-implementation.ts';
+import { ToolDenied, ToolError } from '../tool-implementation.ts';
 
 /**
  * The execution-time half of a sandboxed path: the lexical check runs again (the contract may have
@@ -19,7 +19,25 @@ export interface Sandbox {
   writeNewFile(relativePath: string, content: string, options?: { signal?: AbortSignal }): Promise<string>;
 }
 
-export function sandboxedPath(base: string): Sandbox {
+/** Options for {@link sandboxedPath}. */
+export interface SandboxOptions {
+  /**
+   * Test hook: runs after the folder was checked and before the temporary file is opened, so a test
+   * can swap a folder for a symlink exactly inside the race window and prove the swap is caught.
+   */
+  readonly beforeOpenForTests?: (directory: string) => Promise<void> | void;
+}
+
+/**
+ * A folder that tool code may read and write below, and nowhere else. Every path is checked twice:
+ * lexically (the same rules as the contract's `sandboxedRelativePath`), then against the file
+ * system right before the side effect.
+ *
+ * Residual risk, documented in docs/security.md: Node has no `openat`, so a folder swapped for a
+ * symlink can briefly receive an empty temporary file; the swap is detected and nothing with
+ * content is ever linked or left outside through the checked path.
+ */
+export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandbox {
   let realBasePromise: Promise<string> | undefined;
   const realBase = () => {
     realBasePromise ??= mkdir(base, { recursive: true }).then(() => realpath(base));
@@ -28,7 +46,8 @@ export function sandboxedPath(base: string): Sandbox {
 
   const isInside = (root: string, candidate: string) => {
     const path = relative(root, candidate);
-    return path === '' || (!path.startsWith('..') && !path.startsWith(sep) && path !== '..');
+    // A name such as `..notes` is inside; only `..` itself or a `../` prefix leaves the root.
+    return path === '' || (path !== '..' && !path.startsWith(`..${sep}`) && !isAbsolute(path));
   };
 
   async function resolve(relativePath: string): Promise<string> {
@@ -42,14 +61,17 @@ export function sandboxedPath(base: string): Sandbox {
       current = join(current, part);
       const info = await lstat(current).catch((error: NodeJS.ErrnoException) => {
         if (error.code === 'ENOENT') return undefined;
-        throw error;
+        // ENOTDIR and the like: a file where a folder should be. Nothing was touched yet.
+        throw new ToolDenied('Path refused: a part of the path is not a folder.');
       });
       if (!info) break;
       if (info.isSymbolicLink()) throw new ToolDenied('Path refused: it passes through a symbolic link.');
     }
     const target = join(root, ...parts);
     const deepestExisting = await deepestExistingAncestor(target);
-    const real = await realpath(deepestExisting);
+    const real = await realpath(deepestExisting).catch(() => {
+      throw new ToolDenied('Path refused: the folder changed while it was being checked.');
+    });
     if (!isInside(root, real)) throw new ToolDenied('Path refused: it resolves outside the sandbox.');
     return target;
   }
@@ -66,6 +88,10 @@ export function sandboxedPath(base: string): Sandbox {
         current = parent;
       }
     }
+  }
+
+  async function stillReal(directory: string): Promise<boolean> {
+    return (await realpath(directory).catch(() => '')) === directory;
   }
 
   return {
@@ -89,51 +115,68 @@ export function sandboxedPath(base: string): Sandbox {
         await handle.close();
       }
     },
-    async writeNewFile(relativePath, content, options = {}) {
+    async writeNewFile(relativePath, content, writeOptions = {}) {
       const target = await resolve(relativePath);
-      const root = await realBase();
       const directory = dirname(target);
-      await mkdir(directory, { recursive: true });
-      // Re-check after mkdir: a directory swapped for a symlink meanwhile is caught here.
-      const realDirectory = await realpath(directory);
-      if (realDirectory !== directory) {
-        throw new ToolDenied('Path refused: the folder changed while the file was being written.');
-      }
+      await mkdir(directory, { recursive: true }).catch(() => {
+        throw new ToolDenied('Path refused: a part of the path is not a folder.');
+      });
+      // Re-check after mkdir: mkdir follows symlinks, so a folder swapped meanwhile is caught here.
+      if (!(await stillReal(directory))) throw folderChanged();
+      await options.beforeOpenForTests?.(directory);
       const temporary = join(directory, `.tg-${randomUUID()}.tmp`);
+      // Any failure to open (the folder vanished or became a link) happens before content exists.
       const handle = await open(
         temporary,
         constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
         0o640,
-      );
-      try {
-        await handle.writeFile(content, { signal: options.signal });
-        await handle.sync();
-        const written = await handle.stat();
-        // The file we wrote must still be the file at the checked location; otherwise a folder
-        // was replaced by a symlink between the check and the write.
+      ).catch(() => {
+        throw folderChanged();
+      });
+      // The file just opened must be the one at the checked place: reached through a folder that is
+      // still real, before and after looking it up. Checked before any content is written.
+      const opened = await handle.stat();
+      const isOurs = async () => {
+        if (!(await stillReal(directory))) return false;
         const seen = await stat(temporary).catch(() => undefined);
-        const stillThere = (await realpath(directory).catch(() => '')) === directory;
-        if (!seen || !stillThere || seen.ino !== written.ino || seen.dev !== written.dev) {
-          throw new ToolDenied('Path refused: the folder changed while the file was being written.');
-        }
+        if (!seen || seen.ino !== opened.ino || seen.dev !== opened.dev) return false;
+        return stillReal(directory);
+      };
+      try {
+        if (!(await isOurs())) throw folderChanged();
+        await handle.writeFile(content, { signal: writeOptions.signal });
+        await handle.sync();
+        if (!(await isOurs())) throw folderChanged();
       } catch (error) {
         await handle.close();
-        await rm(temporary, { force: true });
+        await rm(temporary, { force: true }).catch(() => undefined);
         throw error;
       }
       await handle.close();
       try {
         // link() fails if the name exists, so a report is never overwritten and never half-written.
+        // Both names go through the same folder: if it was swapped after the last check, the
+        // temporary file is not there and link fails with ENOENT instead of writing outside.
         await link(temporary, target);
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST') {
           throw new ToolDenied('A file with that name already exists; choose a new name.');
         }
-        throw error;
+        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') throw folderChanged();
+        // Nothing was created under the target name, so the effect is known to be none.
+        throw new ToolError('The file could not be written. Try again later.', {
+          effect: 'none',
+          cause: error,
+        });
       } finally {
-        await rm(temporary, { force: true });
+        await rm(temporary, { force: true }).catch(() => undefined);
       }
       return target;
     },
   };
+}
+
+function folderChanged(): ToolDenied {
+  return new ToolDenied('Path refused: the folder changed while the file was being written.');
 }

@@ -1,15 +1,18 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CircuitBreaker } from '../../src/policy/circuit-breaker.ts';
 import {
   addLabel,
   deleteEverything,
+  httpFetch,
   readConfig,
   slowSearch,
   stubbornSearch,
   transferFunds,
   writeReport,
 } from '../../src/tools/example-contracts.ts';
+import { type SafeUrlOptions, safeUrl } from '../safety/safe-url.ts';
 import { sandboxedPath } from '../safety/sandbox.ts';
 import {
   type CompensationImplementation,
@@ -52,9 +55,22 @@ export interface ExampleTools {
   readonly compensations: readonly CompensationImplementation[];
 }
 
+/** Settings for the example tools that reach the network. */
+export interface ExampleToolOptions {
+  /**
+   * http_fetch's safeUrl settings: allowed hosts and ports, bounds, and for tests
+   * `allowLoopbackForTests`. Default: any public host on ports 80, 443, 8080 and 8443.
+   */
+  readonly http?: SafeUrlOptions;
+  /** The breaker http_fetch reports to; share it with `createBreakerGate({ http_fetch: breaker })`. */
+  readonly httpBreaker?: CircuitBreaker;
+}
+
 /** Builds the example tools over a data directory (created on first use). */
-export function createExampleTools(dataDir: string): ExampleTools {
+export function createExampleTools(dataDir: string, options: ExampleToolOptions = {}): ExampleTools {
   const paths = exampleToolPaths(dataDir);
+  const web = safeUrl({ ports: [80, 443, 8080, 8443], ...options.http });
+  const httpBreaker = options.httpBreaker ?? new CircuitBreaker();
   const reports = sandboxedPath(paths.reportsDir);
   const logExecution = (tool: string, callId: string, event: string, extra: Record<string, unknown> = {}) =>
     appendJsonLine(paths.executionsFile, { tool, callId, event, ...extra });
@@ -147,6 +163,40 @@ export function createExampleTools(dataDir: string): ExampleTools {
       await writeLabels(labels);
       await logExecution('add_label', callId, 'added', { item: input.item, label: input.label });
       return { item: input.item, label: input.label, added };
+    }),
+
+    implementTool(httpFetch, async ({ input, signal, callId }) => {
+      // Checked on every attempt: once the breaker opens, Temporal's retries of this call stop too.
+      const permit = httpBreaker.request();
+      if (!permit.allowed) {
+        throw new ToolError(
+          `The site is failing, so requests to it are paused. Wait ${permit.retryAfterSeconds} s, then try again.`,
+          { effect: 'none', retryable: false },
+        );
+      }
+      let response: Awaited<ReturnType<typeof web.fetch>>;
+      try {
+        response = await web.fetch(input.url, { signal });
+      } catch (error) {
+        // Only transport trouble counts against the site; a refusal (ToolDenied) or a bad URL sent
+        // nothing, so it says nothing about the downstream's health.
+        if (error instanceof ToolError && error.retryable) httpBreaker.recordFailure();
+        else httpBreaker.recordNeutral();
+        throw error;
+      }
+      await logExecution('http_fetch', callId, 'fetched', { status: response.status, bytes: response.bytes });
+      if (response.status >= 500 || response.status === 429) {
+        httpBreaker.recordFailure();
+        throw new ToolError(`The site answered ${response.status}. Try again later.`, { effect: 'none' });
+      }
+      httpBreaker.recordSuccess();
+      return {
+        status: response.status,
+        contentType: response.contentType ?? null,
+        body: response.body,
+        url: response.url,
+        redirects: response.redirects,
+      };
     }),
   ];
 

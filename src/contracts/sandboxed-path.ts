@@ -32,6 +32,18 @@ export function relativePathProblem(raw: string, rules: RelativePathRules = {}):
   }
   if (/[\u200B-\u200F\u202A-\u202E\u2060-\u2064\uFEFF]/.test(path))
     return 'the path contains invisible characters';
+  // Any other character that compatibility folding (NFKC) turns into a separator, a dot, a percent
+  // sign, a colon or a tilde: some file systems and libraries fold, so refuse rather than guess.
+  // Only compared, never used: the path that is checked is the path that is used.
+  const folded = path.normalize('NFKC');
+  if (folded !== path) {
+    const count = (text: string, character: string) => text.split(character).length - 1;
+    if (
+      ['/', '\\', '.', '%', ':', '~'].some((character) => count(folded, character) !== count(path, character))
+    ) {
+      return 'the path contains a look-alike of a dot, slash, percent sign, colon or tilde';
+    }
+  }
   const segments = path.split('/');
   if (segments.length > maxSegments) return `the path has more than ${maxSegments} parts`;
   for (const segment of segments) {

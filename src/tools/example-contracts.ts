@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { createCatalog, defineTool } from '../contracts/define-tool.ts';
+import { safeUrlSchema } from '../contracts/safe-url.ts';
 import { sandboxedRelativePath } from '../contracts/sandboxed-path.ts';
 
 /** The example tools. Their implementations live in `activities/tools/`. */
@@ -99,6 +100,20 @@ export const addLabel = defineTool({
   compensation: 'remove_label',
 });
 
+export const httpFetch = defineTool({
+  name: 'http_fetch',
+  description:
+    'Fetch a public web page or API response over http(s) with GET. Private, internal and metadata addresses are refused.',
+  input: z.strictObject({
+    // The lexical half of safeUrl. Ports and hosts are the worker's configuration, checked again
+    // there with the address after the single DNS resolution.
+    url: safeUrlSchema({ ports: 'any' }).describe('An absolute http or https URL.'),
+  }),
+  tier: 'readonly',
+  timeoutMs: 10_000,
+  retry: { maximumAttempts: 3, initialIntervalMs: 200, maximumIntervalMs: 1_000 },
+});
+
 export const exampleContracts = [
   readConfig,
   slowSearch,
@@ -107,6 +122,7 @@ export const exampleContracts = [
   deleteEverything,
   transferFunds,
   addLabel,
+  httpFetch,
 ] as const;
 
 export const exampleCatalog = createCatalog(exampleContracts);

@@ -6,7 +6,11 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { type CreateActivitiesOptions, createActivities } from '../../activities/create-activities.ts';
-import { createExampleTools, type ExampleTools } from '../../activities/tools/example-tools.ts';
+import {
+  createExampleTools,
+  type ExampleToolOptions,
+  type ExampleTools,
+} from '../../activities/tools/example-tools.ts';
 import {
   type ApprovalSigner,
   createApprovalSigner,
@@ -41,6 +45,8 @@ export interface HarnessOptions {
   readonly admissionGates?: CreateActivitiesOptions['admissionGates'];
   readonly config?: Record<string, unknown>;
   readonly startWorker?: boolean;
+  /** Options for the example tools, e.g. http_fetch's allowed hosts or its breaker. */
+  readonly toolOptions?: ExampleToolOptions;
 }
 
 /** A worker on its own task queue and data dir, against the shared dev server of the test run. */
@@ -50,7 +56,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   const code = inject('workflowBundle');
   const taskQueue = `test-${randomUUID()}`;
   const dataDir = await mkdtemp(join(tmpdir(), 'toolgate-data-'));
-  const tools = createExampleTools(dataDir);
+  const tools = createExampleTools(dataDir, options.toolOptions);
   await writeFile(
     tools.paths.configFile,
     JSON.stringify(options.config ?? { region: 'eu-west', retries: 3 }),

@@ -1,0 +1,84 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { WorkerProcessConfig } from './worker-process.ts';
+
+const workerScript = fileURLToPath(new URL('./worker-process.ts', import.meta.url));
+
+/** A child process the test owns: started by the test, stopped by its PID. */
+export interface ChildHandle {
+  readonly process: ChildProcess;
+  readonly pid: number;
+  /** Sends SIGKILL, as a crash would, and waits for the exit. */
+  kill(): Promise<void>;
+  /** SIGTERM, then SIGKILL after 5 s; waits for the exit. */
+  stop(): Promise<void>;
+}
+
+function handleFor(child: ChildProcess): ChildHandle {
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
+  const alive = () => child.exitCode === null && child.signalCode === null;
+  return {
+    process: child,
+    pid: child.pid!,
+    async kill() {
+      if (alive()) child.kill('SIGKILL');
+      await exited;
+    },
+    async stop() {
+      if (alive()) child.kill('SIGTERM');
+      const timer = setTimeout(() => alive() && child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Spawns a TypeScript script with tsx and resolves once it prints `marker` on a line. */
+export async function spawnScript(
+  script: string,
+  args: readonly string[],
+  marker: string,
+  timeoutMs = 60_000,
+): Promise<ChildHandle & { lines: string[] }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const handle = handleFor(child);
+  const lines: string[] = [];
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`${script} did not print ${marker}: ${stderr}`)),
+      timeoutMs,
+    );
+    let buffered = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const parts = buffered.split('\n');
+      buffered = parts.pop() ?? '';
+      for (const line of parts) {
+        lines.push(line);
+        if (line.startsWith(marker)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited (${code ?? signal}) before ${marker}: ${stderr}`));
+    });
+  });
+  return { ...handle, lines };
+}
+
+/** Starts a worker process (see worker-process.ts) and waits until it polls. */
+export function spawnWorker(config: WorkerProcessConfig): Promise<ChildHandle> {
+  return spawnScript(workerScript, [JSON.stringify(config)], 'READY');
+}

@@ -1,0 +1,72 @@
+/**
+ * A toolgate worker in its own process, so fault tests can SIGKILL it for real. Configured by one
+ * JSON argument; prints READY once it polls. Run with `node --import tsx test/support/worker-process.ts '<json>'`.
+ */
+import { readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { NativeConnection } from '@temporalio/worker';
+import { createActivities } from '../../activities/create-activities.ts';
+import type { ToolImplementation } from '../../activities/tool-implementation.ts';
+import { createExampleTools } from '../../activities/tools/example-tools.ts';
+import { loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
+import { exampleAllowlist } from '../../src/tools/example-contracts.ts';
+import { createWorker } from '../../src/worker/create-worker.ts';
+import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
+
+export interface WorkerProcessConfig {
+  readonly address: string;
+  readonly taskQueue: string;
+  readonly dataDir: string;
+  readonly keysDir: string;
+  /** A file holding the prebuilt workflow bundle, so the process does not bundle again. */
+  readonly bundleFile: string;
+  /** Tools that, after their side effect, hang this long before reporting: the window to kill in. */
+  readonly stallAfterMs?: Readonly<Record<string, number>>;
+  readonly identity?: string;
+}
+
+async function main(): Promise<void> {
+  const config = JSON.parse(process.argv[2] ?? '{}') as WorkerProcessConfig;
+  installRuntimeLogging();
+  const tools = createExampleTools(config.dataDir);
+  const stall = config.stallAfterMs ?? {};
+  const wrapped: ToolImplementation[] = tools.tools.map((tool) => {
+    const delayMs = Object.hasOwn(stall, tool.contract.name) ? stall[tool.contract.name]! : 0;
+    if (delayMs === 0) return tool;
+    return {
+      contract: tool.contract,
+      async execute(execution) {
+        const output = await tool.execute(execution);
+        // The side effect is done; the worker now "hangs" before it can report the result.
+        await sleep(delayMs);
+        return output;
+      },
+    };
+  });
+  const keys = await loadOrCreateApprovalKeys(config.keysDir);
+  const connection = await NativeConnection.connect({ address: config.address });
+  const worker = await createWorker({
+    connection,
+    taskQueue: config.taskQueue,
+    activities: createActivities({
+      tools: wrapped,
+      compensations: tools.compensations,
+      policy: { allow: exampleAllowlist },
+      approvalPublicKeys: [keys.publicKey],
+    }),
+    workflowBundle: { code: await readFile(config.bundleFile, 'utf8') },
+    ...(config.identity ? { identity: config.identity } : {}),
+  });
+  const running = worker.run();
+  process.stdout.write('READY\n');
+  const stop = () => worker.shutdown();
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  await running;
+  await connection.close();
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`worker process failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});
