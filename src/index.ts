@@ -8,7 +8,16 @@ export type {
   ToolPolicy,
 } from '../activities/create-activities.ts';
 export { createActivities } from '../activities/create-activities.ts';
-export type { Sandbox } from '../activities/safety/sandbox.ts';
+export type { QuotaGate } from '../activities/safety/admission-gates.ts';
+export { createBreakerGate, createQuotaGate } from '../activities/safety/admission-gates.ts';
+export type {
+  SafeFetchResponse,
+  SafeUrlGuard,
+  SafeUrlOptions,
+  VettedUrl,
+} from '../activities/safety/safe-url.ts';
+export { addressProblem, safeUrl } from '../activities/safety/safe-url.ts';
+export type { Sandbox, SandboxOptions } from '../activities/safety/sandbox.ts';
 export { sandboxedPath } from '../activities/safety/sandbox.ts';
 export type {
   CompensationExecution,
@@ -22,6 +31,7 @@ export {
   ToolDenied,
   ToolError,
 } from '../activities/tool-implementation.ts';
+export type { ExampleToolOptions } from '../activities/tools/example-tools.ts';
 export { createExampleTools, exampleToolPaths } from '../activities/tools/example-tools.ts';
 export type { ToolCallRequest, ToolCallWorkflowOptions } from '../workflows/tool-call.ts';
 export { createToolCallWorkflow } from '../workflows/tool-call.ts';
@@ -90,6 +100,8 @@ export type { PayloadLimits } from './contracts/limits.ts';
 export { checkInputLimits, defaultPayloadLimits } from './contracts/limits.ts';
 export type { ReasonCodeInfo } from './contracts/reason-codes.ts';
 export { ReasonCode, reasonCodes, retryableReasonCodes } from './contracts/reason-codes.ts';
+export type { ParsedSafeUrl, SafeUrlRules } from './contracts/safe-url.ts';
+export { hostMatches, parseSafeUrl, safeUrlProblem, safeUrlSchema } from './contracts/safe-url.ts';
 export { relativePathProblem, sandboxedRelativePath } from './contracts/sandboxed-path.ts';
 export { searchAttributeKeys } from './contracts/search-attributes.ts';
 export { SideEffectTier, tierRequiresKey } from './contracts/tier.ts';
@@ -103,6 +115,10 @@ export type { InboxOptions, RunningInbox } from './inbox/inbox-app.ts';
 export { createInboxApp, mayDecide, startInbox } from './inbox/inbox-app.ts';
 export { renderOverviewSvg, summarizeCalls } from './inbox/overview-chart.ts';
 export type { AllowlistPolicy } from './policy/allowlist.ts';
+export type { CircuitBreakerOptions } from './policy/circuit-breaker.ts';
+export { CircuitBreaker, CircuitState } from './policy/circuit-breaker.ts';
+export type { QuotaLimit, QuotaPolicy, QuotaVerdict } from './policy/quotas.ts';
+export { QuotaLedger } from './policy/quotas.ts';
 export { exampleAllowlist, exampleCatalog } from './tools/example-contracts.ts';
 export type { CreateWorkerOptions } from './worker/create-worker.ts';
 export { bundleToolgateWorkflows, createWorker, defaultWorkflowsPath } from './worker/create-worker.ts';
