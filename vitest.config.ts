@@ -2,6 +2,10 @@ import { defineConfig } from 'vitest/config';
 
 // Three projects: `unit` never talks to a server; `integration` and `faults` share one real
 // Temporal dev server started by the global setup.
+// Integration tests provoke hundreds of tool failures on purpose; their worker logs are silenced
+// unless TOOLGATE_LOG_LEVEL asks for them (e.g. TOOLGATE_LOG_LEVEL=WARN npm test).
+process.env['TOOLGATE_LOG_LEVEL'] ??= 'OFF';
+
 export default defineConfig({
   test: {
     projects: [

@@ -4,14 +4,18 @@ import { releasedFailureType } from '../../workflows/tool-call.ts';
 let installed = false;
 
 /**
- * Installs the Temporal runtime with a log level (default from TOOLGATE_LOG_LEVEL, else WARN), so
+ * Installs the Temporal runtime with a log level (default from TOOLGATE_LOG_LEVEL, else WARN; OFF
+ * silences it), so
  * a worker's routine INFO chatter does not drown the operator's output. Safe to call repeatedly;
  * only the first call takes effect, as the runtime can be installed once per process.
  */
 export function installRuntimeLogging(level?: LogLevel): void {
   if (installed) return;
   installed = true;
-  const configured = (level ?? process.env['TOOLGATE_LOG_LEVEL'] ?? 'WARN').toUpperCase() as LogLevel;
+  const requested = (level ?? process.env['TOOLGATE_LOG_LEVEL'] ?? 'WARN').toUpperCase();
+  // OFF exists for test runs that provoke hundreds of tool failures on purpose.
+  const silent = requested === 'OFF';
+  const configured = (silent ? 'ERROR' : requested) as LogLevel;
   const base = new DefaultLogger(configured);
   // A call that releases its key closes its workflow as Failed on purpose (a denial, an expiry);
   // the SDK reports every failed workflow as a warning, which would read as an incident.
@@ -22,7 +26,7 @@ export function installRuntimeLogging(level?: LogLevel): void {
     const meta = entry.meta as LogMetadata | undefined;
     const error = meta?.['error'] as { type?: unknown } | undefined;
     const released = error?.type === releasedFailureType || meta?.['workflowType'] === 'toolCall';
-    if (entry.message === 'Workflow failed' && released) return;
+    if (silent || (entry.message === 'Workflow failed' && released)) return;
     base.log(entry.level, entry.message, entry.meta);
   });
   try {
