@@ -30,26 +30,21 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import { releasedFailureType, type ToolCallRequest } from '../workflows/tool-call.ts';
-import {
-  describeKeyRules,
-  idempotencyKeyPattern,
-  callId as makeCallId,
-  namePattern,
-} from './contracts/call-id.ts';
+import { releasedFailureType } from '../workflows/tool-call.ts';
+import { namePattern } from './contracts/call-id.ts';
 import type { CallContext, CallRecord } from './contracts/call-record.ts';
-import { lookupTool, type ToolCatalog } from './contracts/define-tool.ts';
-import { callFingerprint } from './contracts/fingerprint.ts';
-import { checkInputLimits, defaultPayloadLimits, type PayloadLimits } from './contracts/limits.ts';
+import type { ToolCatalog } from './contracts/define-tool.ts';
+import type { PayloadLimits } from './contracts/limits.ts';
+import {
+  abnormalCallRecord,
+  type CallRequest,
+  prepareCall,
+  refusedCallRecord,
+} from './contracts/prepare-call.ts';
 import { type ReasonCode, reasonCodes } from './contracts/reason-codes.ts';
-import { searchAttributeKeys } from './contracts/search-attributes.ts';
 
 /** What a child call asks for; the same shape as the client's `CallRequest`. */
-export interface ChildCallRequest {
-  readonly tool: string;
-  readonly input: unknown;
-  readonly key?: string;
-}
+export type ChildCallRequest = CallRequest;
 
 /** What the `lookupToolCall` local activity reports about an existing call. */
 export interface ToolCallLookup {
@@ -123,35 +118,27 @@ export async function startToolCallChild(
   context: CallContext,
   options: ChildCallOptions = {},
 ): Promise<ChildToolCall> {
-  const key = keyFor(request, context, options);
-  const refuse = (reason: ReasonCode, message: string, fingerprint = '') =>
-    known('', 'refused', refusedRecord(request, context, key, fingerprint, reason, message, options));
   if (!namePattern.test(context.tenant)) {
     throw ApplicationFailure.nonRetryable(
       'context.tenant must be 1-64 letters, digits, _ . or -, starting with a letter or digit.',
       'ToolgateUsageError',
     );
   }
-  if (key !== undefined && !idempotencyKeyPattern.test(key)) {
-    return refuse('INVALID_INPUT', `The idempotency key is malformed. ${describeKeyRules()}`);
-  }
-  const breach = checkInputLimits(request.input, options.limits ?? defaultPayloadLimits);
-  if (breach) return refuse('PAYLOAD_TOO_LARGE', breach.message);
-  let fingerprint: string;
-  try {
-    // Computed here, in workflow code: @noble/hashes runs in the sandbox, node:crypto would not.
-    fingerprint = callFingerprint(request.tool, request.input);
-  } catch {
-    return refuse('INVALID_INPUT', 'The arguments must be plain JSON values.');
-  }
-  const id = makeCallId({ tenant: context.tenant, tool: request.tool, key, unique: uuid4() });
-  const workflowRequest: ToolCallRequest = {
-    tool: request.tool,
-    input: request.input,
-    ...(key !== undefined ? { key } : {}),
-    context: { tenant: context.tenant, principal: context.principal, principalKind: context.principalKind },
-    fingerprint,
-  };
+  // The fingerprint is computed here, in workflow code: @noble/hashes runs in the sandbox.
+  const prepared = prepareCall(request, context, {
+    ...(options.catalog ? { catalog: options.catalog } : {}),
+    ...(options.keyFor ? { keyFor: options.keyFor } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
+    unique: uuid4(),
+  });
+  if (!prepared.ok) return known('', 'refused', prepared.record);
+  const { callId: id, key, fingerprint, workflowRequest } = prepared;
+  const refuse = (reason: ReasonCode, message: string) =>
+    known(
+      '',
+      'refused',
+      refusedCallRecord({ request, context, key, fingerprint, reason, message, catalog: options.catalog }),
+    );
 
   for (let attempt = 1; ; attempt++) {
     try {
@@ -164,13 +151,7 @@ export async function startToolCallChild(
         parentClosePolicy: options.parentClosePolicy ?? ParentClosePolicy.ABANDON,
         // The client reads the fingerprint from the memo to sign approvals and detect mismatches.
         memo: { fingerprint, startNonce: uuid4() },
-        typedSearchAttributes: [
-          { key: searchAttributeKeys.toolName, value: request.tool.slice(0, 128) },
-          { key: searchAttributeKeys.tenant, value: context.tenant },
-          { key: searchAttributeKeys.principal, value: context.principal },
-          { key: searchAttributeKeys.callStatus, value: 'pending' },
-          { key: searchAttributeKeys.callEffect, value: 'none' },
-        ],
+        typedSearchAttributes: prepared.searchAttributes,
       });
       return { callId: id, disposition: 'started', result: () => childResult(handle.result(), id) };
     } catch (error) {
@@ -202,7 +183,6 @@ export async function startToolCallChild(
       return refuse(
         'KEY_MISMATCH',
         `${reasonCodes.KEY_MISMATCH.meaning} ${reasonCodes.KEY_MISMATCH.nextStep} (existing call: ${id})`,
-        fingerprint,
       );
     }
     if (lookup.state === 'completed' && lookup.record) return known(id, 'existing', lookup.record);
@@ -221,20 +201,6 @@ export async function callToolAsChild(
   if (started.disposition === 'duplicate') return { callId: started.callId, disposition: 'duplicate' };
   const record = started.record ?? (await started.result());
   return { callId: started.callId, disposition: started.disposition, record };
-}
-
-function keyFor(
-  request: ChildCallRequest,
-  context: CallContext,
-  options: ChildCallOptions,
-): string | undefined {
-  if (request.key !== undefined) return request.key;
-  const contract = options.catalog ? lookupTool(options.catalog, request.tool) : undefined;
-  if (contract?.idempotencyKey) {
-    const parsed = contract.input.safeParse(request.input);
-    if (parsed.success) return contract.idempotencyKey(parsed.data as never);
-  }
-  return options.keyFor?.(request.tool, request.input, context);
 }
 
 function known(callId: string, disposition: ChildCallDisposition, record: CallRecord): ChildToolCall {
@@ -269,66 +235,14 @@ async function childResult(result: Promise<unknown>, callId: string): Promise<Ca
     if (cause instanceof ApplicationFailure && cause.type === releasedFailureType && cause.details?.[0]) {
       return cause.details[0] as CallRecord;
     }
-    if (error instanceof ChildWorkflowFailure) return abnormalRecord(callId);
+    if (error instanceof ChildWorkflowFailure) {
+      // Terminated or timed out by the server: nobody can say whether it acted.
+      return abnormalCallRecord(
+        callId,
+        'failed',
+        'The call ended abnormally; the action may or may not have happened.',
+      );
+    }
     throw error;
   }
-}
-
-/** A call that was terminated or timed out: nobody can say whether it acted. */
-function abnormalRecord(callId: string): CallRecord {
-  const at = new Date().toISOString();
-  return {
-    callId,
-    runId: '',
-    tool: 'unknown',
-    tenant: 'unknown',
-    principal: 'unknown',
-    principalKind: 'service',
-    fingerprint: '',
-    input: null,
-    status: 'failed',
-    effect: 'unknown',
-    reason: 'OUTCOME_UNKNOWN',
-    message: 'The call ended abnormally; the action may or may not have happened.',
-    attempts: 0,
-    transitions: [{ status: 'failed', at }],
-    refusedDecisions: [],
-    synthetic: true,
-  };
-}
-
-function refusedRecord(
-  request: ChildCallRequest,
-  context: CallContext,
-  key: string | undefined,
-  fingerprint: string,
-  reason: ReasonCode,
-  message: string,
-  options: ChildCallOptions,
-): CallRecord {
-  const at = new Date().toISOString();
-  const contract = options.catalog ? lookupTool(options.catalog, request.tool) : undefined;
-  return {
-    callId: '',
-    runId: '',
-    tool: request.tool,
-    ...(contract ? { tier: contract.tier } : {}),
-    tenant: context.tenant,
-    principal: context.principal,
-    principalKind: context.principalKind,
-    ...(key !== undefined ? { key } : {}),
-    fingerprint,
-    input: null,
-    status: 'denied',
-    effect: 'none',
-    reason,
-    message,
-    attempts: 0,
-    transitions: [
-      { status: 'pending', at },
-      { status: 'denied', at },
-    ],
-    refusedDecisions: [],
-    synthetic: true,
-  };
 }

@@ -23,31 +23,17 @@ import type {
 } from '../src/contracts/activity-types.ts';
 import { ToolFailureType } from '../src/contracts/activity-types.ts';
 import type { DecisionClaims } from '../src/contracts/approval.ts';
-import type {
-  CallContext,
-  CallEffect,
-  CallRecord,
-  CallStatus,
-  ReplayInfo,
-} from '../src/contracts/call-record.ts';
+import type { CallEffect, CallRecord, CallStatus } from '../src/contracts/call-record.ts';
 import { lookupTool, type ToolCatalog, type ToolContract } from '../src/contracts/define-tool.ts';
 import { callFingerprint } from '../src/contracts/fingerprint.ts';
 import { checkInputLimits, defaultPayloadLimits, type PayloadLimits } from '../src/contracts/limits.ts';
+import type { ToolCallRequest } from '../src/contracts/prepare-call.ts';
 import { type ReasonCode, reasonCodes } from '../src/contracts/reason-codes.ts';
 import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
 import { type SideEffectTier, tierIsRetrySafe, tierRequiresKey } from '../src/contracts/tier.ts';
 import { decisionSignal, recordQuery } from './messages.ts';
 
-/** The workflow's input. The call ID is the workflow ID, so it is not repeated here. */
-export interface ToolCallRequest {
-  readonly tool: string;
-  readonly input: unknown;
-  readonly key?: string;
-  readonly context: CallContext;
-  /** Computed by the client; the workflow recomputes it and refuses a call where they differ. */
-  readonly fingerprint: string;
-  readonly replay?: ReplayInfo;
-}
+export type { ToolCallRequest };
 
 /** The type of the failure a workflow closes with when it releases its key (see DESIGN §4). */
 export const releasedFailureType = 'ToolCallReleased';

@@ -2,6 +2,7 @@ import type { ToolgateClient } from '../client/toolgate-client.ts';
 import type { CallContext, CallRecord } from '../contracts/call-record.ts';
 import { isTerminalStatus } from '../contracts/call-record.ts';
 import { lookupTool, type ToolCatalog } from '../contracts/define-tool.ts';
+import { deriveCallKey } from '../contracts/prepare-call.ts';
 import {
   modelErrorText,
   modelResultForInfrastructureError,
@@ -161,12 +162,7 @@ export function deriveKey(
   context: CallContext,
   options: { readonly catalog?: ToolCatalog; readonly keyFor?: KeyFunction },
 ): string | undefined {
-  const contract = options.catalog ? lookupTool(options.catalog, tool) : undefined;
-  if (contract?.idempotencyKey) {
-    const parsed = contract.input.safeParse(input);
-    if (parsed.success) return contract.idempotencyKey(parsed.data as never);
-  }
-  return options.keyFor?.(tool, input, context);
+  return deriveCallKey({ tool, input }, context, options);
 }
 
 /**

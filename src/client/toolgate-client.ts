@@ -7,29 +7,23 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import { decisionSignal, recordQuery } from '../../workflows/messages.ts';
-import { releasedFailureType, type ToolCallRequest } from '../../workflows/tool-call.ts';
+import { releasedFailureType } from '../../workflows/tool-call.ts';
 import type { DecisionClaims, SignedDecision } from '../contracts/approval.ts';
-import {
-  describeKeyRules,
-  idempotencyKeyPattern,
-  callId as makeCallId,
-  namePattern,
-} from '../contracts/call-id.ts';
+import { namePattern } from '../contracts/call-id.ts';
 import type { CallContext, CallRecord, ReplayInfo } from '../contracts/call-record.ts';
-import { lookupTool, type ToolCatalog } from '../contracts/define-tool.ts';
-import { callFingerprint } from '../contracts/fingerprint.ts';
-import { checkInputLimits, defaultPayloadLimits, type PayloadLimits } from '../contracts/limits.ts';
+import type { ToolCatalog } from '../contracts/define-tool.ts';
+import { defaultPayloadLimits, type PayloadLimits } from '../contracts/limits.ts';
+import {
+  abnormalCallRecord,
+  type CallRequest,
+  prepareCall,
+  refusedCallRecord,
+} from '../contracts/prepare-call.ts';
 import { type ReasonCode, reasonCodes } from '../contracts/reason-codes.ts';
-import { searchAttributeKeys } from '../contracts/search-attributes.ts';
 import { type ApprovalSigner, decisionClaims } from './approval-signer.ts';
 import { defaultTaskQueue } from './connection-settings.ts';
 
-/** What a caller asks for: a tool, its arguments and, for lasting effects, an idempotency key. */
-export interface CallRequest {
-  readonly tool: string;
-  readonly input: unknown;
-  readonly key?: string;
-}
+export type { CallRequest };
 
 /**
  * How `start()` resolved:
@@ -113,33 +107,30 @@ export class ToolgateClient {
     } = {},
   ): Promise<StartedCall> {
     checkContext(context);
-    const key = this.#keyFor(request);
-    const refuse = (reason: ReasonCode, message: string, fingerprint = '') =>
-      this.#refused(request, context, key, fingerprint, reason, message);
-    if (key !== undefined && !idempotencyKeyPattern.test(key)) {
-      return refuse('INVALID_INPUT', `The idempotency key is malformed. ${describeKeyRules()}`);
-    }
-    const breach = checkInputLimits(request.input, this.#limits);
-    if (breach) return refuse('PAYLOAD_TOO_LARGE', breach.message);
-    let fingerprint: string;
-    try {
-      fingerprint = callFingerprint(request.tool, request.input);
-    } catch {
-      return refuse('INVALID_INPUT', 'The arguments must be plain JSON values.');
-    }
-    const id =
-      options.replay && options.callId
-        ? options.callId
-        : makeCallId({ tenant: context.tenant, tool: request.tool, key, unique: randomUUID() });
-    const startNonce = randomUUID();
-    const workflowRequest: ToolCallRequest = {
-      tool: request.tool,
-      input: request.input,
-      ...(key !== undefined ? { key } : {}),
-      context: { tenant: context.tenant, principal: context.principal, principalKind: context.principalKind },
-      fingerprint,
+    const prepared = prepareCall(request, context, {
+      ...(this.#options.catalog ? { catalog: this.#options.catalog } : {}),
+      limits: this.#limits,
+      unique: randomUUID(),
       ...(options.replay ? { replay: options.replay } : {}),
-    };
+    });
+    if (!prepared.ok) return { callId: '', disposition: 'refused', record: prepared.record };
+    const { key, fingerprint, workflowRequest } = prepared;
+    const refuse = (reason: ReasonCode, message: string): StartedCall => ({
+      callId: '',
+      disposition: 'refused',
+      record: refusedCallRecord({
+        request,
+        context,
+        key,
+        fingerprint,
+        reason,
+        message,
+        catalog: this.#options.catalog,
+      }),
+    });
+    // A replay of a keyless call reuses that call's own ID; it has no other.
+    const id = options.replay && options.callId ? options.callId : prepared.callId;
+    const startNonce = randomUUID();
     let handle: Awaited<ReturnType<Client['workflow']['start']>>;
     try {
       handle = await this.temporal.workflow.start(this.#workflowType, {
@@ -150,13 +141,7 @@ export class ToolgateClient {
         workflowIdReusePolicy: options.replay?.force ? 'ALLOW_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
         workflowIdConflictPolicy: 'USE_EXISTING',
         memo: { fingerprint, startNonce },
-        typedSearchAttributes: [
-          { key: searchAttributeKeys.toolName, value: request.tool.slice(0, 128) },
-          { key: searchAttributeKeys.tenant, value: context.tenant },
-          { key: searchAttributeKeys.principal, value: context.principal },
-          { key: searchAttributeKeys.callStatus, value: 'pending' },
-          { key: searchAttributeKeys.callEffect, value: 'none' },
-        ],
+        typedSearchAttributes: prepared.searchAttributes,
         ...(this.#options.eagerStart ? { requestEagerStart: true } : {}),
       });
     } catch (error) {
@@ -165,7 +150,7 @@ export class ToolgateClient {
       const existing = this.temporal.workflow.getHandle(id);
       const description = await existing.describe();
       if (description.memo?.['fingerprint'] !== fingerprint) {
-        return refuse('KEY_MISMATCH', keyMismatchMessage(id), fingerprint);
+        return refuse('KEY_MISMATCH', keyMismatchMessage(id));
       }
       return { callId: id, runId: description.runId, disposition: 'existing', record: await this.result(id) };
     }
@@ -180,7 +165,7 @@ export class ToolgateClient {
     // With a key the server may have attached us to a running call: its memo says whose it is.
     const description = await this.temporal.workflow.getHandle(id, handle.firstExecutionRunId).describe();
     if (description.memo?.['fingerprint'] !== fingerprint)
-      return refuse('KEY_MISMATCH', keyMismatchMessage(id), fingerprint);
+      return refuse('KEY_MISMATCH', keyMismatchMessage(id));
     return {
       callId: id,
       runId: handle.firstExecutionRunId,
@@ -331,51 +316,6 @@ export class ToolgateClient {
     });
     return this.sendDecision(callId, signer.sign(claims));
   }
-
-  #keyFor(request: CallRequest): string | undefined {
-    if (request.key !== undefined) return request.key;
-    const contract = this.#options.catalog ? lookupTool(this.#options.catalog, request.tool) : undefined;
-    if (!contract?.idempotencyKey) return undefined;
-    const parsed = contract.input.safeParse(request.input);
-    // Invalid input gets no derived key; the workflow's validation gate will explain what is wrong.
-    return parsed.success ? contract.idempotencyKey(parsed.data as never) : undefined;
-  }
-
-  #refused(
-    request: CallRequest,
-    context: CallContext,
-    key: string | undefined,
-    fingerprint: string,
-    reason: ReasonCode,
-    message: string,
-  ): StartedCall {
-    const at = new Date().toISOString();
-    const contract = this.#options.catalog ? lookupTool(this.#options.catalog, request.tool) : undefined;
-    const record: CallRecord = {
-      callId: '',
-      runId: '',
-      tool: request.tool,
-      ...(contract ? { tier: contract.tier } : {}),
-      tenant: context.tenant,
-      principal: context.principal,
-      principalKind: context.principalKind,
-      ...(key !== undefined ? { key } : {}),
-      fingerprint,
-      input: null,
-      status: 'denied',
-      effect: 'none',
-      reason,
-      message,
-      attempts: 0,
-      transitions: [
-        { status: 'pending', at },
-        { status: 'denied', at },
-      ],
-      refusedDecisions: [],
-      synthetic: true,
-    };
-    return { callId: '', disposition: 'refused', record };
-  }
 }
 
 function keyMismatchMessage(callId: string): string {
@@ -407,29 +347,14 @@ function recordFromFailure(error: unknown, callId: string): CallRecord {
     if (cause instanceof ApplicationFailure && cause.type === releasedFailureType && cause.details?.[0]) {
       return cause.details[0] as CallRecord;
     }
-    const at = new Date().toISOString();
     const terminated = cause instanceof TerminatedFailure;
-    const timedOut = cause instanceof TimeoutFailure;
-    return {
+    return abnormalCallRecord(
       callId,
-      runId: '',
-      tool: 'unknown',
-      tenant: 'unknown',
-      principal: 'unknown',
-      principalKind: 'service',
-      fingerprint: '',
-      input: null,
-      status: timedOut ? 'timeout' : 'failed',
-      effect: 'unknown',
-      reason: 'OUTCOME_UNKNOWN',
-      message: terminated
+      cause instanceof TimeoutFailure ? 'timeout' : 'failed',
+      terminated
         ? 'The call was terminated by an operator; the action may or may not have happened.'
         : 'The call ended abnormally; the action may or may not have happened.',
-      attempts: 0,
-      transitions: [{ status: timedOut ? 'timeout' : 'failed', at }],
-      refusedDecisions: [],
-      synthetic: true,
-    };
+    );
   }
   throw error;
 }

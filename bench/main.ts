@@ -1,0 +1,277 @@
+/**
+ * `npm run bench`: toolgate against bare Temporal, side by side, on one dev server started here.
+ * `npm run bench -- --quick` is the smoke mode: small counts, asserts only that every variant
+ * completed. See docs/benchmarks.md for the options and how to read the output.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { findTemporalCli, startDevServer, temporalCliVersion } from '../src/dev/index.ts';
+import { checkTargets, renderMarkdown, renderSvg } from './report.ts';
+import {
+  type LatencyPhaseResult,
+  type TargetCheck,
+  type VariantName,
+  variantNames,
+  type WaitingPhaseResult,
+} from './result-types.ts';
+import type { RunnerConfig, RunnerMessage } from './runner.ts';
+
+/** The whole of `bench/results/latest.json`. */
+export interface BenchResults {
+  readonly meta: {
+    readonly startedAt: string;
+    readonly finishedAt: string;
+    readonly durationSeconds: number;
+    readonly quick: boolean;
+    readonly cores: number;
+    readonly cpuModel: string;
+    readonly node: string;
+    readonly temporalCli: string;
+    readonly serverExtraArgs: readonly string[];
+    readonly repetitions: number;
+    readonly concurrencyLevels: readonly number[];
+    readonly operationsPerBlock: Readonly<Record<string, number>>;
+    readonly openLoopRatePerSecond: number;
+    readonly openLoopDurationMs: number;
+  };
+  readonly latency?: LatencyPhaseResult;
+  readonly waiting?: WaitingPhaseResult;
+  readonly targets: TargetCheck[];
+  /** Variants (or the waiting phase) that did not complete every call. Empty on success. */
+  readonly incomplete: string[];
+}
+
+const benchDirectory = fileURLToPath(new URL('.', import.meta.url));
+const runnerPath = join(benchDirectory, 'runner.ts');
+
+const { values: options } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    phase: { type: 'string', default: 'all' },
+    variants: { type: 'string' },
+    'sqlite-pragma': { type: 'string', multiple: true, default: ['journal_mode=wal', 'synchronous=off'] },
+    'dynamic-config': { type: 'string', multiple: true, default: [] },
+    'worker-tuning': { type: 'string', default: '{}' },
+    'open-rate': { type: 'string' },
+    'waiting-levels': { type: 'string' },
+    'output-name': { type: 'string', default: 'latest' },
+  },
+  strict: true,
+});
+
+function buildConfig(address: string, serverPid: number, dataDir: string): Omit<RunnerConfig, 'mode'> {
+  const variants = options.variants
+    ? (options.variants
+        .split(',')
+        .filter((name) => (variantNames as readonly string[]).includes(name)) as VariantName[])
+    : [...variantNames];
+  const tuning = JSON.parse(options['worker-tuning'] ?? '{}') as Record<string, unknown>;
+  const waitingLevels = options['waiting-levels']?.split(',').map(Number);
+  if (options.quick) {
+    return {
+      address,
+      serverPid,
+      dataDir,
+      variants,
+      repetitions: 1,
+      concurrencyLevels: [1, 4],
+      operationsPerBlock: { c1: 5, c4: 8 },
+      warmupOperations: 4,
+      openLoopRatePerSecond: Number(options['open-rate'] ?? 10),
+      openLoopDurationMs: 1_000,
+      duplicateHoldMs: 300,
+      workerTuning: tuning,
+      waiting: {
+        levels: waitingLevels ?? [50],
+        cacheSize: 10,
+        resumeSamples: 3,
+        callOperations: 10,
+        callConcurrency: 2,
+        startConcurrency: 16,
+        approveConcurrency: 16,
+      },
+    };
+  }
+  return {
+    address,
+    serverPid,
+    dataDir,
+    variants,
+    repetitions: 3,
+    concurrencyLevels: [1, 4, 16, 64],
+    operationsPerBlock: { c1: 24, c4: 48, c16: 96, c64: 192 },
+    warmupOperations: 20,
+    openLoopRatePerSecond: Number(options['open-rate'] ?? 15),
+    openLoopDurationMs: 4_000,
+    duplicateHoldMs: 300,
+    workerTuning: tuning,
+    waiting: {
+      levels: waitingLevels ?? [1_000, 5_000, 10_000],
+      cacheSize: 500,
+      resumeSamples: 20,
+      callOperations: 300,
+      callConcurrency: 4,
+      startConcurrency: 64,
+      approveConcurrency: 64,
+    },
+  };
+}
+
+function log(line: string): void {
+  process.stderr.write(`[bench] ${line}\n`);
+}
+
+let activeRunner: ChildProcess | undefined;
+
+/** Forks one runner process for a phase and resolves with its result message. */
+function runPhase(config: RunnerConfig): Promise<RunnerMessage> {
+  return new Promise((resolve, reject) => {
+    const child = fork(runnerPath, [], {
+      // --expose-gc lets the waiting phase measure memory that is held rather than garbage.
+      execArgv: ['--import', 'tsx', '--expose-gc'],
+      env: { ...process.env, BENCH_RUNNER_CONFIG: JSON.stringify(config) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    activeRunner = child;
+    let result: RunnerMessage | undefined;
+    child.on('message', (message: RunnerMessage) => {
+      if (message.type === 'progress') log(`${config.mode}: ${message.line}`);
+      else result = message;
+    });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      activeRunner = undefined;
+      if (result) resolve(result);
+      else
+        reject(
+          new Error(`the ${config.mode} runner exited (code ${code}, signal ${signal}) without a result`),
+        );
+    });
+  });
+}
+
+async function main(): Promise<number> {
+  const startedAt = new Date();
+  const quick = options.quick ?? false;
+  const phase = options.phase ?? 'all';
+  const directory = await mkdtemp(join(tmpdir(), 'toolgate-bench-'));
+  const cli = await findTemporalCli({ onProgress: (line) => log(`temporal cli: ${line}`) });
+  const serverExtraArgs = [
+    ...(options['sqlite-pragma'] ?? []).flatMap((pragma) => ['--sqlite-pragma', pragma]),
+    ...(options['dynamic-config'] ?? []).flatMap((value) => ['--dynamic-config-value', value]),
+  ];
+  const server = await startDevServer({
+    cli,
+    dbFile: join(directory, 'temporal.db'),
+    grpcPort: 0,
+    uiPort: 0,
+    headless: true,
+    extraArgs: serverExtraArgs,
+    onProgress: (line) => log(line),
+  });
+  const stopAll = async () => {
+    if (activeRunner?.pid) activeRunner.kill('SIGKILL');
+    await server.stop();
+  };
+  const onSignal = () => {
+    void stopAll().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  const incomplete: string[] = [];
+  let latency: LatencyPhaseResult | undefined;
+  let waiting: WaitingPhaseResult | undefined;
+  const base = buildConfig(server.address, server.pid, directory);
+  try {
+    if (phase === 'all' || phase === 'latency') {
+      const message = await runPhase({ ...base, mode: 'latency' });
+      if (message.type === 'latency') latency = message.result;
+      else
+        incomplete.push(`latency phase failed: ${message.type === 'failed' ? message.error : message.type}`);
+    }
+    if (phase === 'all' || phase === 'waiting') {
+      const message = await runPhase({ ...base, mode: 'waiting' });
+      if (message.type === 'waiting') waiting = message.result;
+      else
+        incomplete.push(`waiting phase failed: ${message.type === 'failed' ? message.error : message.type}`);
+    }
+  } finally {
+    await stopAll();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await rm(directory, { recursive: true, force: true });
+  }
+
+  if (latency) {
+    for (const variant of base.variants) {
+      const cells = latency.cells.filter((cell) => cell.variant === variant);
+      const failed = cells.filter((cell) => cell.errors > 0 || cell.operations === 0);
+      if (cells.length === 0) incomplete.push(`${variant}: no measurement`);
+      for (const cell of failed) {
+        incomplete.push(
+          `${variant} ${cell.condition}: ${cell.errors} errors (${cell.firstError ?? 'no calls'})`,
+        );
+      }
+    }
+  }
+  if (waiting && waiting.approvalErrors > 0) {
+    incomplete.push(`waiting: ${waiting.approvalErrors} approvals failed (${waiting.firstError})`);
+  }
+
+  const finishedAt = new Date();
+  const partial = {
+    meta: {
+      startedAt: startedAt.toISOString(),
+      finishedAt: finishedAt.toISOString(),
+      durationSeconds: Math.round((finishedAt.getTime() - startedAt.getTime()) / 1000),
+      quick,
+      cores: cpus().length,
+      cpuModel: cpus()[0]?.model ?? 'unknown',
+      node: process.versions.node,
+      temporalCli: temporalCliVersion,
+      serverExtraArgs,
+      repetitions: base.repetitions,
+      concurrencyLevels: base.concurrencyLevels,
+      operationsPerBlock: base.operationsPerBlock,
+      openLoopRatePerSecond: base.openLoopRatePerSecond,
+      openLoopDurationMs: base.openLoopDurationMs,
+    },
+    ...(latency ? { latency } : {}),
+    ...(waiting ? { waiting } : {}),
+    targets: [],
+    incomplete,
+  } satisfies BenchResults;
+  const results: BenchResults = { ...partial, targets: checkTargets(partial) };
+
+  const outputDirectory = join(benchDirectory, 'results');
+  await mkdir(outputDirectory, { recursive: true });
+  const name = options['output-name'] ?? 'latest';
+  await writeFile(join(outputDirectory, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
+  await writeFile(join(outputDirectory, `${name}.md`), renderMarkdown(results));
+  await writeFile(join(outputDirectory, `${name}.svg`), renderSvg(results));
+  log(`wrote bench/results/${name}.json, .md and .svg in ${results.meta.durationSeconds} s`);
+  for (const target of results.targets) {
+    log(`${target.holds ? 'holds ' : 'MISSES'} ${target.target}: ${target.measured}`);
+  }
+  if (incomplete.length > 0) {
+    log(`NOT every variant completed:\n  ${incomplete.join('\n  ')}`);
+    return 1;
+  }
+  log('every variant completed');
+  return 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,295 @@
+import type { BenchResults } from './main.ts';
+import type { LatencyCell, TargetCheck, VariantName, WaitingPhaseResult } from './result-types.ts';
+import { variantDescriptions, variantNames } from './result-types.ts';
+
+const ratio = (value: number, base: number | undefined) =>
+  base === undefined || base === 0 ? undefined : value / base;
+const formatRatio = (value: number | undefined) => (value === undefined ? '–' : `${value.toFixed(2)}×`);
+const formatMs = (value: number) =>
+  value < 1 ? value.toFixed(3) : value < 100 ? value.toFixed(1) : value.toFixed(0);
+
+export function conditionsOf(cells: readonly LatencyCell[]): string[] {
+  const closed = [...new Set(cells.map((cell) => cell.condition).filter((c) => c.startsWith('c')))].sort(
+    (left, right) => Number(left.slice(1)) - Number(right.slice(1)),
+  );
+  return cells.some((cell) => cell.condition === 'open') ? [...closed, 'open'] : closed;
+}
+
+function find(
+  cells: readonly LatencyCell[],
+  variant: VariantName,
+  condition: string,
+): LatencyCell | undefined {
+  return cells.find((cell) => cell.variant === variant && cell.condition === condition);
+}
+
+/** The ratio table against B and the targets, as markdown. */
+export function renderMarkdown(results: BenchResults): string {
+  const lines: string[] = [];
+  const { meta } = results;
+  lines.push(`# toolgate benchmark${meta.quick ? ' (quick smoke run: figures are not meaningful)' : ''}`, '');
+  lines.push(
+    `${meta.startedAt} · ${meta.cores} cores (${meta.cpuModel}) · Node ${meta.node} · Temporal CLI ${meta.temporalCli} · ` +
+      `${meta.repetitions} repetition(s) · open loop ${meta.openLoopRatePerSecond}/s for ${meta.openLoopDurationMs / 1000} s`,
+    '',
+  );
+  const latency = results.latency;
+  if (latency) {
+    const conditions = conditionsOf(latency.cells);
+    lines.push('## Ratios against B (same run)', '');
+    lines.push(
+      'Each cell: p50 ratio / p99 ratio / throughput ratio. Lower is better for latency, higher for throughput.',
+      '',
+    );
+    lines.push(`| variant | ${conditions.join(' | ')} |`, `|---|${conditions.map(() => '---').join('|')}|`);
+    for (const variant of variantNames) {
+      const row = conditions.map((condition) => {
+        const cell = find(latency.cells, variant, condition);
+        const base = find(latency.cells, 'B', condition);
+        if (!cell || !base) return '–';
+        return `${formatRatio(ratio(cell.latency.p50Ms, base.latency.p50Ms))} / ${formatRatio(ratio(cell.latency.p99Ms, base.latency.p99Ms))} / ${formatRatio(ratio(cell.throughputPerSecond, base.throughputPerSecond))}`;
+      });
+      if (row.every((entry) => entry === '–')) continue;
+      lines.push(`| ${variant} | ${row.join(' | ')} |`);
+    }
+    lines.push('', '## Absolute figures', '');
+    lines.push(
+      '| variant | condition | p50 ms | p90 ms | p99 ms | max ms | calls/s | worker CPU ms/call | server CPU ms/call | worker RSS MiB | server RSS MiB | eager started | errors |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const variant of variantNames) {
+      for (const condition of conditions) {
+        const cell = find(latency.cells, variant, condition);
+        if (!cell) continue;
+        const eager = cell.eagerRequested > 0 ? `${cell.eagerStarted}/${cell.eagerRequested}` : '–';
+        lines.push(
+          `| ${variant} | ${condition} | ${formatMs(cell.latency.p50Ms)} | ${formatMs(cell.latency.p90Ms)} | ${formatMs(cell.latency.p99Ms)} | ${formatMs(cell.latency.maxMs)} | ${cell.throughputPerSecond} | ${cell.workerCpuMsPerCall} | ${cell.serverCpuMsPerCall} | ${cell.workerRssMb} | ${cell.serverRssMb} | ${eager} | ${cell.errors} |`,
+        );
+      }
+    }
+    lines.push('', '## History events per variant', '');
+    lines.push('| variant | events | event types |', '|---|---|---|');
+    for (const variant of variantNames) {
+      const shape = latency.histories[variant];
+      if (!shape) continue;
+      const types = shape.eventTypes.join(', ') || '–';
+      lines.push(`| ${variant} | ${shape.events} | ${types}${shape.note ? ` (${shape.note})` : ''} |`);
+    }
+    const check = latency.duplicateCheck;
+    lines.push(
+      '',
+      `D check: ${check.duplicateCalls} duplicate calls; the closed call's history went from ${check.historyEventsBefore} to ${check.historyEventsAfter} events, ` +
+        `its run ${check.runIdUnchanged ? 'did not change' : 'CHANGED'}, and the tool ran ${check.toolExecutionsDuringD} times during D blocks.`,
+    );
+  }
+  if (results.waiting) lines.push('', ...renderWaiting(results.waiting));
+  lines.push('', '## Targets', '', '| target | measured | holds |', '|---|---|---|');
+  for (const target of results.targets) {
+    lines.push(`| ${target.target} | ${target.measured} | ${target.holds ? 'yes' : '**no**'} |`);
+  }
+  lines.push('', '## Variants', '');
+  for (const variant of variantNames) lines.push(`- **${variant}**: ${variantDescriptions[variant]}`);
+  return `${lines.join('\n')}\n`;
+}
+
+function renderWaiting(waiting: WaitingPhaseResult): string[] {
+  const lines = [`## Waiting approval-tier calls (worker cache ${waiting.cacheSize} workflows)`, ''];
+  lines.push(
+    '| waiting | seconds to start | worker RSS MiB | worker heap MiB | server RSS MiB |',
+    '|---|---|---|---|---|',
+  );
+  for (const level of waiting.levels) {
+    lines.push(
+      `| ${level.waiting} | ${level.secondsToStart} | ${level.workerRssMb} | ${level.workerHeapMb} | ${level.workerExternalMb ?? '–'} | ${level.serverRssMb} |`,
+    );
+  }
+  const row = (name: string, summary: WaitingPhaseResult['resumeCached']) =>
+    `| ${name} | ${summary.count} | ${formatMs(summary.p50Ms)} | ${formatMs(summary.p90Ms)} | ${formatMs(summary.p99Ms)} | ${formatMs(summary.maxMs)} |`;
+  lines.push(
+    '',
+    '| measurement | samples | p50 ms | p90 ms | p99 ms | max ms |',
+    '|---|---|---|---|---|---|',
+  );
+  lines.push(
+    row('resume, cached call (approve → result)', waiting.resumeCached),
+    row('resume, evicted call (approve → result)', waiting.resumeEvicted),
+    row('C, none waiting', waiting.callUnloaded),
+    row('C, all waiting', waiting.callWhileWaiting),
+    row('C, after the waiting calls were approved', waiting.callAfterDrain),
+  );
+  lines.push(
+    '',
+    `Approving all ${waiting.approvedCalls} remaining calls took ${waiting.secondsToApproveAll} s (${waiting.approvalsPerSecond}/s, ${waiting.approvalErrors} errors).`,
+  );
+  return lines;
+}
+
+const palette = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1'];
+
+/** A hand-written SVG: p50 bars per variant and condition on a log scale, p99 as a tick above each. */
+export function renderSvg(results: BenchResults): string {
+  const cells = results.latency?.cells ?? [];
+  const conditions = conditionsOf(cells);
+  const variants = variantNames.filter((variant) => cells.some((cell) => cell.variant === variant));
+  const width = 960;
+  const height = 420;
+  const left = 70;
+  const right = 20;
+  const top = 40;
+  const bottom = 70;
+  const plotHeight = height - top - bottom;
+  const values = cells
+    .flatMap((cell) => [cell.latency.p50Ms, cell.latency.p99Ms])
+    .filter((value) => value > 0);
+  const minimum = 10 ** Math.floor(Math.log10(Math.max(0.001, Math.min(...values, 1))));
+  const maximum = 10 ** Math.ceil(Math.log10(Math.max(...values, 10)));
+  const y = (value: number) =>
+    top +
+    plotHeight -
+    ((Math.log10(Math.max(value, minimum)) - Math.log10(minimum)) /
+      (Math.log10(maximum) - Math.log10(minimum))) *
+      plotHeight;
+  const groupWidth = (width - left - right) / Math.max(1, variants.length);
+  const barWidth = (groupWidth * 0.8) / Math.max(1, conditions.length);
+  const parts: string[] = [];
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
+    `<text x="${width / 2}" y="20" text-anchor="middle" font-size="15">toolgate benchmark: p50 latency (bars) and p99 (ticks), ms, log scale</text>`,
+  );
+  for (let decade = minimum; decade <= maximum; decade *= 10) {
+    const position = y(decade);
+    parts.push(
+      `<line x1="${left}" x2="${width - right}" y1="${position}" y2="${position}" stroke="#dddddd"/>`,
+      `<text x="${left - 6}" y="${position + 4}" text-anchor="end">${decade >= 1 ? decade : decade.toPrecision(1)}</text>`,
+    );
+  }
+  variants.forEach((variant, variantIndex) => {
+    const groupLeft = left + variantIndex * groupWidth + groupWidth * 0.1;
+    conditions.forEach((condition, conditionIndex) => {
+      const cell = find(cells, variant, condition);
+      if (!cell) return;
+      const x = groupLeft + conditionIndex * barWidth;
+      const barTop = y(cell.latency.p50Ms);
+      const tick = y(cell.latency.p99Ms);
+      const color = palette[conditionIndex % palette.length];
+      parts.push(
+        `<rect x="${x.toFixed(1)}" y="${barTop.toFixed(1)}" width="${(barWidth - 1).toFixed(1)}" height="${(top + plotHeight - barTop).toFixed(1)}" fill="${color}"><title>${variant} ${condition}: p50 ${cell.latency.p50Ms} ms, p99 ${cell.latency.p99Ms} ms</title></rect>`,
+        `<line x1="${x.toFixed(1)}" x2="${(x + barWidth - 1).toFixed(1)}" y1="${tick.toFixed(1)}" y2="${tick.toFixed(1)}" stroke="#222222" stroke-width="2"/>`,
+      );
+    });
+    parts.push(
+      `<text x="${(groupLeft + groupWidth * 0.4).toFixed(1)}" y="${top + plotHeight + 18}" text-anchor="middle">${escapeXml(variant)}</text>`,
+    );
+  });
+  conditions.forEach((condition, index) => {
+    const x = left + index * 110;
+    parts.push(
+      `<rect x="${x}" y="${height - 28}" width="14" height="14" fill="${palette[index % palette.length]}"/>`,
+      `<text x="${x + 20}" y="${height - 16}">${condition === 'open' ? 'open loop' : `${condition.slice(1)} callers`}</text>`,
+    );
+  });
+  parts.push('</svg>');
+  return `${parts.join('\n')}\n`;
+}
+
+function escapeXml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** Checks the issue's targets against one run's figures. */
+export function checkTargets(results: BenchResults): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const cells = results.latency?.cells ?? [];
+  const conditions = conditionsOf(cells);
+  const perCondition = (
+    target: string,
+    variant: VariantName | VariantName[],
+    metric: (cell: LatencyCell) => number,
+    limit: number,
+    direction: 'at most' | 'at least',
+    onlyClosed = false,
+  ) => {
+    const measured: string[] = [];
+    let holds = true;
+    for (const condition of conditions) {
+      if (onlyClosed && condition === 'open') continue;
+      const base = find(cells, 'B', condition);
+      const candidates = (Array.isArray(variant) ? variant : [variant])
+        .map((name) => find(cells, name, condition))
+        .filter((cell): cell is LatencyCell => cell !== undefined);
+      if (!base || candidates.length === 0) continue;
+      const best = candidates.reduce((winner, cell) =>
+        direction === 'at most'
+          ? metric(cell) < metric(winner)
+            ? cell
+            : winner
+          : metric(cell) > metric(winner)
+            ? cell
+            : winner,
+      );
+      const value = metric(best) / metric(base);
+      const ok = direction === 'at most' ? value <= limit : value >= limit;
+      holds &&= ok;
+      measured.push(
+        `${condition}: ${value.toFixed(2)}×${Array.isArray(variant) ? ` (${best.variant})` : ''}${ok ? '' : ' ✗'}`,
+      );
+    }
+    if (measured.length > 0) checks.push({ target, measured: measured.join(', '), holds });
+  };
+  perCondition('C p50 <= 1.10× B', 'C', (cell) => cell.latency.p50Ms, 1.1, 'at most');
+  perCondition('C p99 <= 1.25× B', 'C', (cell) => cell.latency.p99Ms, 1.25, 'at most');
+  perCondition(
+    'C throughput >= 0.90× B (closed loop)',
+    'C',
+    (cell) => cell.throughputPerSecond,
+    0.9,
+    'at least',
+    true,
+  );
+  perCondition(
+    'fastest readonly path p50 <= 0.5× B',
+    ['C', 'C-E', 'C-fast'],
+    (cell) => cell.latency.p50Ms,
+    0.5,
+    'at most',
+  );
+  perCondition('D p50 <= 0.25× B', 'D', (cell) => cell.latency.p50Ms, 0.25, 'at most');
+  const check = results.latency?.duplicateCheck;
+  if (check) {
+    checks.push({
+      target: 'D runs no workflow or activity task',
+      measured: `history ${check.historyEventsBefore} → ${check.historyEventsAfter} events, run ${check.runIdUnchanged ? 'unchanged' : 'changed'}, ${check.toolExecutionsDuringD} tool runs`,
+      holds:
+        check.historyEventsBefore === check.historyEventsAfter &&
+        check.runIdUnchanged &&
+        check.toolExecutionsDuringD === 0,
+    });
+  }
+  const waiting = results.waiting;
+  if (waiting && waiting.levels.length > 0) {
+    const first = waiting.levels[0]!;
+    const last = waiting.levels[waiting.levels.length - 1]!;
+    const growth = last.workerRssMb / first.workerRssMb;
+    checks.push({
+      target: 'worker RSS flat once the cache is full (<= 1.15× from the first to the last level)',
+      measured:
+        waiting.levels.map((level) => `${level.waiting}: ${level.workerRssMb} MiB`).join(', ') +
+        ` (${growth.toFixed(2)}×)`,
+      holds: growth <= 1.15,
+    });
+    const loaded = waiting.callWhileWaiting.p99Ms / waiting.callUnloaded.p99Ms;
+    checks.push({
+      target: `C p99 with ${last.waiting} waiting <= 1.2× unloaded`,
+      measured: `${waiting.callWhileWaiting.p99Ms} vs ${waiting.callUnloaded.p99Ms} ms (${loaded.toFixed(2)}×); after drain ${waiting.callAfterDrain.p99Ms} ms`,
+      holds: loaded <= 1.2,
+    });
+    const resume = waiting.resumeEvicted.p50Ms / waiting.resumeCached.p50Ms;
+    checks.push({
+      target: 'evicted resume p50 <= 2× cached',
+      measured: `${waiting.resumeEvicted.p50Ms} vs ${waiting.resumeCached.p50Ms} ms (${resume.toFixed(2)}×)`,
+      holds: resume <= 2,
+    });
+  }
+  return checks;
+}

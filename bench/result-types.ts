@@ -1,0 +1,90 @@
+import type { LatencySummary } from './measure.ts';
+
+/** The benchmark variants, in the order the report lists them. */
+export const variantNames = ['A', 'B', 'B-E', 'C', 'C-E', 'C-fast', 'D', 'D′', 'I'] as const;
+export type VariantName = (typeof variantNames)[number];
+
+/** What each variant measures, for the report. */
+export const variantDescriptions: Record<VariantName, string> = {
+  A: 'same gates and tool in-process, no durability (cost floor)',
+  B: 'bare Temporal: one workflow, one regular activity, random ID',
+  'B-E': 'B with eager workflow start',
+  C: 'toolgate readonly call (ToolgateClient.call)',
+  'C-E': 'C with eager workflow start',
+  'C-fast': 'toolgate readonly fast path: local activity + eager start',
+  D: 'duplicate of a closed call (same key): stored record, nothing runs',
+  'D′': 'duplicate joining a running call (time to attach)',
+  I: 'irreversible call with a fresh key',
+};
+
+/** One variant under one condition, all repetitions merged. */
+export interface LatencyCell {
+  readonly variant: VariantName;
+  /** `c<N>` for a closed loop with N callers, `open` for the fixed arrival rate. */
+  readonly condition: string;
+  readonly latency: LatencySummary;
+  readonly throughputPerSecond: number;
+  readonly operations: number;
+  readonly errors: number;
+  readonly firstError?: string;
+  /** CPU of the worker process (worker plus the in-process load generator) per call. */
+  readonly workerCpuMsPerCall: number;
+  readonly serverCpuMsPerCall: number;
+  readonly workerRssMb: number;
+  readonly serverRssMb: number;
+  readonly eagerRequested: number;
+  readonly eagerStarted: number;
+  readonly repetitions: ReadonlyArray<{ p50Ms: number; p99Ms: number; throughputPerSecond: number }>;
+}
+
+export interface HistoryShape {
+  readonly events: number;
+  readonly eventTypes: readonly string[];
+  readonly note?: string;
+}
+
+export interface LatencyPhaseResult {
+  readonly cells: LatencyCell[];
+  readonly histories: Partial<Record<VariantName, HistoryShape>>;
+  /** Proof that D ran nothing: the closed call's history and run did not change, no tool executed. */
+  readonly duplicateCheck: {
+    readonly historyEventsBefore: number;
+    readonly historyEventsAfter: number;
+    readonly runIdUnchanged: boolean;
+    readonly toolExecutionsDuringD: number;
+    readonly duplicateCalls: number;
+  };
+  readonly workerTuning: Record<string, unknown>;
+}
+
+export interface WaitingLevel {
+  readonly waiting: number;
+  readonly secondsToStart: number;
+  readonly workerRssMb: number;
+  readonly workerHeapMb: number;
+  /** Memory V8 tracks outside its heap (buffers); the rest of RSS is native (Rust core, code, malloc). */
+  readonly workerExternalMb: number;
+  readonly serverRssMb: number;
+}
+
+export interface WaitingPhaseResult {
+  readonly cacheSize: number;
+  readonly levels: WaitingLevel[];
+  readonly resumeCached: LatencySummary;
+  readonly resumeEvicted: LatencySummary;
+  readonly callUnloaded: LatencySummary;
+  readonly callWhileWaiting: LatencySummary;
+  /** C again once every waiting call has closed: separates "calls waiting" from "a bigger database". */
+  readonly callAfterDrain: LatencySummary;
+  readonly approvedCalls: number;
+  readonly secondsToApproveAll: number;
+  readonly approvalsPerSecond: number;
+  readonly approvalErrors: number;
+  readonly firstError?: string;
+}
+
+export interface TargetCheck {
+  readonly target: string;
+  readonly measured: string;
+  readonly holds: boolean;
+}

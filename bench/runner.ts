@@ -1,0 +1,639 @@
+/**
+ * The benchmark's worker process. main.ts forks it once per phase; it hosts the toolgate worker and
+ * the load generator (eager start needs the client on the worker's own connection, in the same
+ * process), measures, and sends its results back over IPC.
+ */
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { createActivities } from '../activities/create-activities.ts';
+import {
+  createApprovalSigner,
+  decisionClaims,
+  loadOrCreateApprovalKeys,
+} from '../src/client/approval-signer.ts';
+import { ToolgateClient } from '../src/client/toolgate-client.ts';
+import type { CallContext } from '../src/contracts/call-record.ts';
+import { callFingerprint } from '../src/contracts/fingerprint.ts';
+import { createWorker } from '../src/worker/create-worker.ts';
+import { installRuntimeLogging } from '../src/worker/runtime-logging.ts';
+import { decisionSignal } from '../workflows/messages.ts';
+import { benchCatalog } from './bench-catalog.ts';
+import {
+  benchAllowlist,
+  benchToolBody,
+  callInProcess,
+  createBenchTools,
+  type ExecutionCounter,
+} from './bench-tools.ts';
+import {
+  cpuMilliseconds,
+  newHistogram,
+  type Operation,
+  type OperationOutcome,
+  type RunOutcome,
+  residentMegabytes,
+  runClosedLoop,
+  runOpenLoop,
+  summarize,
+} from './measure.ts';
+import type {
+  HistoryShape,
+  LatencyCell,
+  LatencyPhaseResult,
+  VariantName,
+  WaitingLevel,
+  WaitingPhaseResult,
+} from './result-types.ts';
+
+/** Everything a runner process needs, passed by main.ts in the BENCH_RUNNER_CONFIG variable. */
+export interface RunnerConfig {
+  readonly mode: 'latency' | 'waiting';
+  readonly address: string;
+  readonly serverPid: number;
+  readonly dataDir: string;
+  readonly variants: readonly VariantName[];
+  readonly repetitions: number;
+  readonly concurrencyLevels: readonly number[];
+  /** Measured operations per block at each concurrency, keyed `c<N>`. */
+  readonly operationsPerBlock: Readonly<Record<string, number>>;
+  readonly warmupOperations: number;
+  readonly openLoopRatePerSecond: number;
+  readonly openLoopDurationMs: number;
+  readonly duplicateHoldMs: number;
+  readonly workerTuning: Record<string, unknown>;
+  readonly waiting: {
+    readonly levels: readonly number[];
+    readonly cacheSize: number;
+    readonly resumeSamples: number;
+    readonly callOperations: number;
+    readonly callConcurrency: number;
+    readonly startConcurrency: number;
+    readonly approveConcurrency: number;
+  };
+}
+
+export type RunnerMessage =
+  | { readonly type: 'progress'; readonly line: string }
+  | { readonly type: 'latency'; readonly result: LatencyPhaseResult }
+  | { readonly type: 'waiting'; readonly result: WaitingPhaseResult }
+  | { readonly type: 'failed'; readonly error: string };
+
+const agent: CallContext = { tenant: 'bench', principal: 'bench-agent', principalKind: 'agent' };
+const workflowsPath = fileURLToPath(new URL('./workflows.ts', import.meta.url));
+
+function send(message: RunnerMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (!process.send) {
+      process.stdout.write(`${JSON.stringify(message)}\n`);
+      resolve();
+      return;
+    }
+    process.send(message, () => resolve());
+  });
+}
+
+function progress(line: string): void {
+  void send({ type: 'progress', line });
+}
+
+interface Environment {
+  readonly connection: NativeConnection;
+  readonly temporal: Client;
+  readonly worker: Worker;
+  readonly running: Promise<void>;
+  readonly taskQueue: string;
+  readonly toolgate: ToolgateClient;
+  readonly eagerToolgate: ToolgateClient;
+  readonly signer: ReturnType<typeof createApprovalSigner>;
+  readonly counter: ExecutionCounter;
+}
+
+async function startEnvironment(config: RunnerConfig, tuning: Record<string, unknown>): Promise<Environment> {
+  installRuntimeLogging();
+  const connection = await NativeConnection.connect({ address: config.address });
+  const temporal = new Client({ connection });
+  const keys = await loadOrCreateApprovalKeys(join(config.dataDir, 'keys'));
+  const signer = createApprovalSigner(keys.privateKey);
+  const counter: ExecutionCounter = { count: 0 };
+  const toolgateActivities = createActivities({
+    tools: createBenchTools(counter),
+    policy: benchAllowlist,
+    approvalPublicKeys: [keys.publicKey],
+  });
+  const activities = {
+    ...toolgateActivities,
+    benchTool: (input: { item: string; holdMs: number }) => benchToolBody(input, counter),
+  };
+  const taskQueue = `bench-${randomUUID()}`;
+  const worker = await createWorker({
+    connection,
+    taskQueue,
+    activities,
+    workflowsPath,
+    tuning: tuning as never,
+  });
+  const running = worker.run();
+  const common = { client: temporal, taskQueue, catalog: benchCatalog, signer };
+  return {
+    connection,
+    temporal,
+    worker,
+    running,
+    taskQueue,
+    toolgate: new ToolgateClient(common),
+    eagerToolgate: new ToolgateClient({ ...common, eagerStart: true }),
+    signer,
+    counter,
+  };
+}
+
+async function stopEnvironment(environment: Environment): Promise<void> {
+  environment.worker.shutdown();
+  await environment.running;
+  await environment.connection.close();
+}
+
+const readInput = (sequence: number, holdMs = 0) => ({ item: `item-${sequence % 1000}`, holdMs });
+
+function expectSucceeded(record: { status: string; reason?: string }, variant: string): void {
+  if (record.status !== 'succeeded') {
+    throw new Error(`${variant} call ended ${record.status} (${record.reason ?? 'no reason'})`);
+  }
+}
+
+/** The operation each variant times. */
+function variantOperations(environment: Environment, duplicateKey: string, duplicateHoldMs: number) {
+  const { temporal, taskQueue, toolgate, eagerToolgate, counter } = environment;
+  const operations: Record<VariantName, Operation> = {
+    A: async (sequence) => {
+      await callInProcess('bench_read', readInput(sequence), agent, counter);
+      return {};
+    },
+    B: async (sequence) => {
+      const workflowId = `bare-${randomUUID()}`;
+      await temporal.workflow.execute('bareCall', { workflowId, taskQueue, args: [readInput(sequence)] });
+      return { workflowId };
+    },
+    'B-E': async (sequence) => {
+      const workflowId = `bare-eager-${randomUUID()}`;
+      const handle = await temporal.workflow.start('bareCall', {
+        workflowId,
+        taskQueue,
+        args: [readInput(sequence)],
+        requestEagerStart: true,
+      });
+      await handle.result();
+      return { workflowId, eagerlyStarted: handle.eagerlyStarted };
+    },
+    C: async (sequence) => {
+      const started = await toolgate.start({ tool: 'bench_read', input: readInput(sequence) }, agent);
+      expectSucceeded(await toolgate.result(started.callId, started.runId), 'C');
+      return { workflowId: started.callId };
+    },
+    'C-E': async (sequence) => {
+      const started = await eagerToolgate.start({ tool: 'bench_read', input: readInput(sequence) }, agent);
+      expectSucceeded(await eagerToolgate.result(started.callId, started.runId), 'C-E');
+      return { workflowId: started.callId, eagerlyStarted: started.eagerlyStarted === true };
+    },
+    'C-fast': async (sequence) => {
+      const started = await eagerToolgate.start(
+        { tool: 'bench_read_fast', input: readInput(sequence) },
+        agent,
+      );
+      expectSucceeded(await eagerToolgate.result(started.callId, started.runId), 'C-fast');
+      return { workflowId: started.callId, eagerlyStarted: started.eagerlyStarted === true };
+    },
+    D: async () => {
+      const started = await toolgate.start(
+        { tool: 'bench_read', input: readInput(0), key: duplicateKey },
+        agent,
+      );
+      if (started.disposition !== 'existing' || !started.record) {
+        throw new Error(`D expected the stored record, got disposition ${started.disposition}`);
+      }
+      expectSucceeded(started.record, 'D');
+      return { workflowId: started.callId };
+    },
+    'D′': async (sequence) => {
+      // The leader holds its tool for a while so the duplicate finds it running; only the
+      // duplicate's start (send, attach, confirm by memo) is timed.
+      const key = `join-${randomUUID()}`;
+      const request = { tool: 'bench_read', input: readInput(sequence, duplicateHoldMs), key };
+      const leader = await toolgate.start(request, agent);
+      const attachStartedAt = performance.now();
+      const duplicate = await toolgate.start(request, agent);
+      const latencyMicroseconds = Math.max(1, Math.round((performance.now() - attachStartedAt) * 1000));
+      if (duplicate.disposition !== 'attached' || duplicate.runId !== leader.runId) {
+        throw new Error(`D′ expected to attach to the running call, got ${duplicate.disposition}`);
+      }
+      const [first, second] = await Promise.all([
+        toolgate.result(leader.callId, leader.runId),
+        toolgate.result(duplicate.callId, duplicate.runId),
+      ]);
+      expectSucceeded(first, 'D′ leader');
+      expectSucceeded(second, 'D′ duplicate');
+      return { workflowId: leader.callId, latencyMicroseconds };
+    },
+    I: async (sequence) => {
+      const record = await toolgate.call(
+        { tool: 'bench_write', input: readInput(sequence), key: `write-${randomUUID()}` },
+        agent,
+      );
+      expectSucceeded(record, 'I');
+      if (record.effect !== 'applied') throw new Error(`I expected effect applied, got ${record.effect}`);
+      return { workflowId: record.callId };
+    },
+  };
+  return operations;
+}
+
+/** Event type names of a workflow's history, from the attribute field each event sets. */
+async function historyShape(temporal: Client, workflowId: string): Promise<HistoryShape> {
+  const history = await temporal.workflow.getHandle(workflowId).fetchHistory();
+  const events = history.events ?? [];
+  const eventTypes = events.map((event) => {
+    const attributes = Object.keys(event).find(
+      (field) => field.endsWith('EventAttributes') && (event as Record<string, unknown>)[field] != null,
+    );
+    const name = attributes ? attributes.replace(/EventAttributes$/, '') : 'Unknown';
+    return name.charAt(0).toUpperCase() + name.slice(1);
+  });
+  return { events: events.length, eventTypes };
+}
+
+interface CellAccumulator {
+  histogram: ReturnType<typeof newHistogram>;
+  operations: number;
+  errors: number;
+  firstError?: string;
+  elapsedMs: number;
+  workerCpuMs: number;
+  serverCpuMs: number;
+  workerRssMb: number;
+  serverRssMb: number;
+  eagerRequested: number;
+  eagerStarted: number;
+  repetitions: Array<{ p50Ms: number; p99Ms: number; throughputPerSecond: number }>;
+}
+
+async function measureBlock(
+  run: () => Promise<RunOutcome>,
+  serverPid: number,
+  accumulator: CellAccumulator,
+): Promise<void> {
+  const cpuBefore = process.cpuUsage();
+  const serverCpuBefore = cpuMilliseconds(serverPid) ?? 0;
+  const outcome = await run();
+  const cpu = process.cpuUsage(cpuBefore);
+  accumulator.workerCpuMs += (cpu.user + cpu.system) / 1000;
+  accumulator.serverCpuMs += (cpuMilliseconds(serverPid) ?? 0) - serverCpuBefore;
+  accumulator.histogram.add(outcome.histogram);
+  accumulator.operations += outcome.operations;
+  accumulator.errors += outcome.errors;
+  if (outcome.firstError) accumulator.firstError ??= outcome.firstError;
+  accumulator.elapsedMs += outcome.elapsedMs;
+  accumulator.eagerRequested += outcome.eagerRequested;
+  accumulator.eagerStarted += outcome.eagerStarted;
+  accumulator.workerRssMb = Math.max(accumulator.workerRssMb, process.memoryUsage().rss / 2 ** 20);
+  accumulator.serverRssMb = Math.max(accumulator.serverRssMb, residentMegabytes(serverPid) ?? 0);
+  const summary = summarize(outcome.histogram);
+  accumulator.repetitions.push({
+    p50Ms: summary.p50Ms,
+    p99Ms: summary.p99Ms,
+    throughputPerSecond: round((outcome.operations / outcome.elapsedMs) * 1000),
+  });
+}
+
+function round(value: number, digits = 1): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+
+async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult> {
+  const environment = await startEnvironment(config, config.workerTuning);
+  try {
+    const { toolgate, temporal, counter } = environment;
+    progress(`worker ready on ${environment.taskQueue}`);
+
+    // D needs one closed call that keeps its key: a readonly call that succeeded completes and keeps it.
+    const duplicateKey = `closed-${randomUUID()}`;
+    const original = await toolgate.call(
+      { tool: 'bench_read', input: readInput(0), key: duplicateKey },
+      agent,
+    );
+    expectSucceeded(original, 'D setup');
+    const duplicateBefore = await historyShape(temporal, original.callId);
+
+    const operations = variantOperations(environment, duplicateKey, config.duplicateHoldMs);
+    const variants = config.variants;
+
+    // Warm-up, discarded: JIT, connection pools, the worker's workflow cache, SQLite pages.
+    for (const variant of variants) {
+      await runClosedLoop(operations[variant], 4, config.warmupOperations);
+    }
+    progress('warm-up done');
+
+    const histories: Partial<Record<VariantName, HistoryShape>> = {};
+    for (const variant of variants) {
+      if (variant === 'A') {
+        histories.A = { events: 0, eventTypes: [], note: 'in-process, no workflow' };
+        continue;
+      }
+      const outcome: OperationOutcome = await operations[variant](0);
+      if (!outcome.workflowId) continue;
+      const shape = await historyShape(temporal, outcome.workflowId);
+      histories[variant] =
+        variant === 'D'
+          ? {
+              ...shape,
+              note: `the closed call's history; the duplicates added ${shape.events - duplicateBefore.events} events`,
+            }
+          : shape;
+    }
+
+    const accumulators = new Map<string, CellAccumulator>();
+    const cellFor = (variant: VariantName, condition: string) => {
+      const name = `${variant}|${condition}`;
+      let accumulator = accumulators.get(name);
+      if (!accumulator) {
+        accumulator = {
+          histogram: newHistogram(),
+          operations: 0,
+          errors: 0,
+          elapsedMs: 0,
+          workerCpuMs: 0,
+          serverCpuMs: 0,
+          workerRssMb: 0,
+          serverRssMb: 0,
+          eagerRequested: 0,
+          eagerStarted: 0,
+          repetitions: [],
+        };
+        accumulators.set(name, accumulator);
+      }
+      return accumulator;
+    };
+
+    let duplicateExecutions = 0;
+    let duplicateCalls = 0;
+    let blockIndex = 0;
+    const measure = async (variant: VariantName, condition: string, run: () => Promise<RunOutcome>) => {
+      const executionsBefore = counter.count;
+      const accumulator = cellFor(variant, condition);
+      const operationsBefore = accumulator.operations + accumulator.errors;
+      await measureBlock(run, config.serverPid, accumulator);
+      if (variant === 'D') {
+        duplicateExecutions += counter.count - executionsBefore;
+        duplicateCalls += accumulator.operations + accumulator.errors - operationsBefore;
+      }
+    };
+    for (let repetition = 0; repetition < config.repetitions; repetition++) {
+      for (const concurrency of config.concurrencyLevels) {
+        const condition = `c${concurrency}`;
+        const count = config.operationsPerBlock[condition] ?? concurrency * 10;
+        // Interleave: every variant runs one block per condition, in an order rotated per block,
+        // so drift in the machine or the database lands on all variants alike.
+        const order = rotate(variants, blockIndex++);
+        for (const variant of order) {
+          await measure(variant, condition, () => runClosedLoop(operations[variant], concurrency, count));
+        }
+      }
+      if (config.openLoopDurationMs > 0) {
+        for (const variant of rotate(variants, blockIndex++)) {
+          await measure(variant, 'open', () =>
+            runOpenLoop(operations[variant], config.openLoopRatePerSecond, config.openLoopDurationMs),
+          );
+        }
+      }
+      progress(`repetition ${repetition + 1}/${config.repetitions} done`);
+    }
+
+    const duplicateAfter = await historyShape(temporal, original.callId);
+    const current = await temporal.workflow.getHandle(original.callId).describe();
+    const cells: LatencyCell[] = [];
+    for (const [name, accumulator] of accumulators) {
+      const [variant, condition] = name.split('|') as [VariantName, string];
+      const calls = Math.max(1, accumulator.operations);
+      cells.push({
+        variant,
+        condition,
+        latency: summarize(accumulator.histogram),
+        throughputPerSecond: round((accumulator.operations / accumulator.elapsedMs) * 1000),
+        operations: accumulator.operations,
+        errors: accumulator.errors,
+        ...(accumulator.firstError ? { firstError: accumulator.firstError } : {}),
+        workerCpuMsPerCall: round(accumulator.workerCpuMs / calls, 3),
+        serverCpuMsPerCall: round(accumulator.serverCpuMs / calls, 3),
+        workerRssMb: round(accumulator.workerRssMb),
+        serverRssMb: round(accumulator.serverRssMb),
+        eagerRequested: accumulator.eagerRequested,
+        eagerStarted: accumulator.eagerStarted,
+        repetitions: accumulator.repetitions,
+      });
+    }
+    return {
+      cells,
+      histories,
+      duplicateCheck: {
+        historyEventsBefore: duplicateBefore.events,
+        historyEventsAfter: duplicateAfter.events,
+        runIdUnchanged: current.runId === original.runId,
+        toolExecutionsDuringD: duplicateExecutions,
+        duplicateCalls,
+      },
+      workerTuning: config.workerTuning,
+    };
+  } finally {
+    await stopEnvironment(environment);
+  }
+}
+
+function rotate<T>(items: readonly T[], by: number): T[] {
+  const shift = by % items.length;
+  return [...items.slice(shift), ...items.slice(0, shift)];
+}
+
+/** Runs `task` over `items` with at most `concurrency` in flight. */
+async function forEachLimited<T>(
+  items: readonly T[],
+  concurrency: number,
+  task: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await task(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, lane));
+}
+
+function collectGarbage(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult> {
+  const settings = config.waiting;
+  const environment = await startEnvironment(config, {
+    ...config.workerTuning,
+    maxCachedWorkflows: settings.cacheSize,
+  });
+  try {
+    const { toolgate, temporal, signer } = environment;
+    const operations = variantOperations(environment, 'unused', 0);
+    const measureC = async () => {
+      await runClosedLoop(operations.C, settings.callConcurrency, Math.min(20, settings.callOperations));
+      return (await runClosedLoop(operations.C, settings.callConcurrency, settings.callOperations)).histogram;
+    };
+    const callUnloaded = summarize(await measureC());
+    progress(`C unloaded: p50 ${callUnloaded.p50Ms} ms, p99 ${callUnloaded.p99Ms} ms`);
+
+    interface Waiting {
+      readonly callId: string;
+      readonly fingerprint: string;
+    }
+    const waiting: Waiting[] = [];
+    const startWaiting = async (reference: string): Promise<Waiting> => {
+      const input = { reference, amountCents: 12_345 };
+      const started = await toolgate.start({ tool: 'bench_transfer', input }, agent);
+      if (started.disposition !== 'started')
+        throw new Error(`waiting call not started: ${started.disposition}`);
+      return { callId: started.callId, fingerprint: callFingerprint('bench_transfer', input) };
+    };
+    const awaitingCount = () =>
+      temporal.workflow.count(`TaskQueue = "${environment.taskQueue}" AND CallStatus = "awaiting_approval"`);
+    const waitForAwaiting = async (expected: number) => {
+      const deadline = Date.now() + 600_000;
+      while (Date.now() < deadline) {
+        if ((await awaitingCount()).count >= expected) return;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      throw new Error(`fewer than ${expected} calls reached awaiting_approval within 10 minutes`);
+    };
+
+    const levels: WaitingLevel[] = [];
+    for (const level of settings.levels) {
+      const startedAt = performance.now();
+      const references = Array.from({ length: level - waiting.length }, () => randomUUID());
+      await forEachLimited(references, settings.startConcurrency, async (reference) => {
+        waiting.push(await startWaiting(reference));
+      });
+      await waitForAwaiting(level);
+      const secondsToStart = round((performance.now() - startedAt) / 1000, 2);
+      // Let the worker settle, then measure memory that is really held, not garbage.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      collectGarbage();
+      const memory = process.memoryUsage();
+      const entry: WaitingLevel = {
+        waiting: level,
+        secondsToStart,
+        workerRssMb: round(memory.rss / 2 ** 20),
+        workerHeapMb: round(memory.heapUsed / 2 ** 20),
+        workerExternalMb: round(memory.external / 2 ** 20),
+        serverRssMb: residentMegabytes(config.serverPid) ?? 0,
+      };
+      levels.push(entry);
+      progress(`${level} waiting: ${JSON.stringify(entry)}`);
+    }
+
+    const approve = async (call: Waiting) => {
+      const claims = decisionClaims({
+        callId: call.callId,
+        decision: 'approve',
+        approver: 'bench-approver',
+        approverKind: 'human',
+        roles: ['finance'],
+        fingerprint: call.fingerprint,
+      });
+      const handle = temporal.workflow.getHandle(call.callId);
+      await handle.signal(decisionSignal, signer.sign(claims));
+      const record = await toolgate.result(call.callId);
+      expectSucceeded(record, 'approved call');
+    };
+
+    // Resume latency: a call approved right after it started is in the worker's cache; one of the
+    // oldest calls was evicted long ago (the cache holds `cacheSize`), so its history is replayed.
+    const cachedHistogram = newHistogram();
+    const evictedHistogram = newHistogram();
+    const oldest = waiting.splice(0, settings.resumeSamples);
+    for (let sample = 0; sample < settings.resumeSamples; sample++) {
+      const fresh = await startWaiting(randomUUID());
+      const deadline = Date.now() + 30_000;
+      while ((await toolgate.get(fresh.callId))?.status !== 'awaiting_approval') {
+        if (Date.now() > deadline) throw new Error('a fresh waiting call never reached awaiting_approval');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      let startedAt = performance.now();
+      await approve(fresh);
+      cachedHistogram.recordValue(Math.round((performance.now() - startedAt) * 1000));
+      const evicted = oldest[sample] as Waiting;
+      startedAt = performance.now();
+      await approve(evicted);
+      evictedHistogram.recordValue(Math.round((performance.now() - startedAt) * 1000));
+    }
+    const resumeCached = summarize(cachedHistogram);
+    const resumeEvicted = summarize(evictedHistogram);
+    progress(`resume cached p50 ${resumeCached.p50Ms} ms, evicted p50 ${resumeEvicted.p50Ms} ms`);
+
+    const callWhileWaiting = summarize(await measureC());
+    progress(
+      `C with ${waiting.length} waiting: p50 ${callWhileWaiting.p50Ms} ms, p99 ${callWhileWaiting.p99Ms} ms`,
+    );
+
+    let approvalErrors = 0;
+    let firstError: string | undefined;
+    const approveStartedAt = performance.now();
+    await forEachLimited(waiting, settings.approveConcurrency, async (call) => {
+      try {
+        await approve(call);
+      } catch (error) {
+        approvalErrors++;
+        firstError ??= error instanceof Error ? error.message : String(error);
+      }
+    });
+    const secondsToApproveAll = round((performance.now() - approveStartedAt) / 1000, 2);
+    progress(`approved ${waiting.length} in ${secondsToApproveAll} s`);
+    const callAfterDrain = summarize(await measureC());
+
+    return {
+      cacheSize: settings.cacheSize,
+      levels,
+      resumeCached,
+      resumeEvicted,
+      callUnloaded,
+      callWhileWaiting,
+      callAfterDrain,
+      approvedCalls: waiting.length,
+      secondsToApproveAll,
+      approvalsPerSecond: round(waiting.length / Math.max(0.001, secondsToApproveAll)),
+      approvalErrors,
+      ...(firstError ? { firstError } : {}),
+    };
+  } finally {
+    await stopEnvironment(environment);
+  }
+}
+
+async function main(): Promise<void> {
+  const config = JSON.parse(process.env['BENCH_RUNNER_CONFIG'] ?? '{}') as RunnerConfig;
+  try {
+    if (config.mode === 'latency') {
+      await send({ type: 'latency', result: await runLatencyPhase(config) });
+    } else {
+      await send({ type: 'waiting', result: await runWaitingPhase(config) });
+    }
+  } catch (error) {
+    await send({
+      type: 'failed',
+      error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+    });
+    process.exitCode = 1;
+  }
+}
+
+await main();

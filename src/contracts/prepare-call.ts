@@ -1,0 +1,190 @@
+import type { SearchAttributePair } from '@temporalio/common';
+import { describeKeyRules, idempotencyKeyPattern, callId as makeCallId } from './call-id.ts';
+import type { CallContext, CallRecord, CallStatus, ReplayInfo } from './call-record.ts';
+import { lookupTool, type ToolCatalog } from './define-tool.ts';
+import { callFingerprint } from './fingerprint.ts';
+import { checkInputLimits, defaultPayloadLimits, type PayloadLimits } from './limits.ts';
+import type { ReasonCode } from './reason-codes.ts';
+import { searchAttributeKeys } from './search-attributes.ts';
+
+/** What a caller asks for: a tool, its arguments and, for lasting effects, an idempotency key. */
+export interface CallRequest {
+  readonly tool: string;
+  readonly input: unknown;
+  readonly key?: string;
+}
+
+/** The toolCall workflow's input. The call ID is the workflow ID, so it is not repeated here. */
+export interface ToolCallRequest {
+  readonly tool: string;
+  readonly input: unknown;
+  readonly key?: string;
+  readonly context: CallContext;
+  /** Computed by the caller; the workflow recomputes it and refuses a call where they differ. */
+  readonly fingerprint: string;
+  readonly replay?: ReplayInfo;
+}
+
+/** Derives a key for a request without one, from the caller's function. Never from a tool_use id. */
+export type KeyDeriver = (tool: string, input: unknown, context: CallContext) => string | undefined;
+
+export interface PrepareCallOptions {
+  readonly catalog?: ToolCatalog;
+  readonly keyFor?: KeyDeriver;
+  readonly limits?: PayloadLimits;
+  /** A fresh unique string for keyless call IDs (a UUID; `uuid4()` inside workflows). */
+  readonly unique: string;
+  readonly replay?: ReplayInfo;
+}
+
+/** A call ready to start, or the record of why it cannot be. */
+export type PreparedCall =
+  | {
+      readonly ok: true;
+      readonly callId: string;
+      readonly key?: string;
+      readonly fingerprint: string;
+      readonly workflowRequest: ToolCallRequest;
+      /** Set at start, so a call is visible in lists before its first workflow task runs. */
+      readonly searchAttributes: SearchAttributePair[];
+    }
+  | { readonly ok: false; readonly record: CallRecord };
+
+/**
+ * The key of a request: the explicit one, else the contract's business key function (on valid
+ * input only), else the caller's deriver.
+ */
+export function deriveCallKey(
+  request: CallRequest,
+  context: CallContext,
+  options: Pick<PrepareCallOptions, 'catalog' | 'keyFor'>,
+): string | undefined {
+  if (request.key !== undefined) return request.key;
+  const contract = options.catalog ? lookupTool(options.catalog, request.tool) : undefined;
+  if (contract?.idempotencyKey) {
+    const parsed = contract.input.safeParse(request.input);
+    // Invalid input gets no derived key; the workflow's validation gate will explain what is wrong.
+    if (parsed.success) return contract.idempotencyKey(parsed.data as never);
+  }
+  return options.keyFor?.(request.tool, request.input, context);
+}
+
+/**
+ * Everything a caller checks before asking Temporal for a workflow: the key's form, the size
+ * limits (so an oversized call never becomes a server error), and the fingerprint. Pure code,
+ * shared by the client and the workflow-side child entry point.
+ */
+export function prepareCall(
+  request: CallRequest,
+  context: CallContext,
+  options: PrepareCallOptions,
+): PreparedCall {
+  const key = deriveCallKey(request, context, options);
+  const refuse = (reason: ReasonCode, message: string, fingerprint = ''): PreparedCall => ({
+    ok: false,
+    record: refusedCallRecord({
+      request,
+      context,
+      key,
+      fingerprint,
+      reason,
+      message,
+      catalog: options.catalog,
+    }),
+  });
+  if (key !== undefined && !idempotencyKeyPattern.test(key)) {
+    return refuse('INVALID_INPUT', `The idempotency key is malformed. ${describeKeyRules()}`);
+  }
+  const breach = checkInputLimits(request.input, options.limits ?? defaultPayloadLimits);
+  if (breach) return refuse('PAYLOAD_TOO_LARGE', breach.message);
+  let fingerprint: string;
+  try {
+    fingerprint = callFingerprint(request.tool, request.input);
+  } catch {
+    return refuse('INVALID_INPUT', 'The arguments must be plain JSON values.');
+  }
+  return {
+    ok: true,
+    callId: makeCallId({ tenant: context.tenant, tool: request.tool, key, unique: options.unique }),
+    ...(key !== undefined ? { key } : {}),
+    fingerprint,
+    workflowRequest: {
+      tool: request.tool,
+      input: request.input,
+      ...(key !== undefined ? { key } : {}),
+      context: { tenant: context.tenant, principal: context.principal, principalKind: context.principalKind },
+      fingerprint,
+      ...(options.replay ? { replay: options.replay } : {}),
+    },
+    searchAttributes: [
+      { key: searchAttributeKeys.toolName, value: request.tool.slice(0, 128) },
+      { key: searchAttributeKeys.tenant, value: context.tenant },
+      { key: searchAttributeKeys.principal, value: context.principal },
+      { key: searchAttributeKeys.callStatus, value: 'pending' },
+      { key: searchAttributeKeys.callEffect, value: 'none' },
+    ],
+  };
+}
+
+/** The record of a call refused before any workflow started (KEY_MISMATCH, a malformed key…). */
+export function refusedCallRecord(options: {
+  readonly request: CallRequest;
+  readonly context: CallContext;
+  readonly key: string | undefined;
+  readonly fingerprint: string;
+  readonly reason: ReasonCode;
+  readonly message: string;
+  readonly catalog?: ToolCatalog | undefined;
+}): CallRecord {
+  const at = new Date().toISOString();
+  const contract = options.catalog ? lookupTool(options.catalog, options.request.tool) : undefined;
+  return {
+    callId: '',
+    runId: '',
+    tool: options.request.tool,
+    ...(contract ? { tier: contract.tier } : {}),
+    tenant: options.context.tenant,
+    principal: options.context.principal,
+    principalKind: options.context.principalKind,
+    ...(options.key !== undefined ? { key: options.key } : {}),
+    fingerprint: options.fingerprint,
+    input: null,
+    status: 'denied',
+    effect: 'none',
+    reason: options.reason,
+    message: options.message,
+    attempts: 0,
+    transitions: [
+      { status: 'pending', at },
+      { status: 'denied', at },
+    ],
+    refusedDecisions: [],
+    synthetic: true,
+  };
+}
+
+/** A call whose workflow was terminated or timed out by the server: nobody can say whether it acted. */
+export function abnormalCallRecord(
+  callId: string,
+  status: Extract<CallStatus, 'failed' | 'timeout'>,
+  message: string,
+): CallRecord {
+  return {
+    callId,
+    runId: '',
+    tool: 'unknown',
+    tenant: 'unknown',
+    principal: 'unknown',
+    principalKind: 'service',
+    fingerprint: '',
+    input: null,
+    status,
+    effect: 'unknown',
+    reason: 'OUTCOME_UNKNOWN',
+    message,
+    attempts: 0,
+    transitions: [{ status, at: new Date().toISOString() }],
+    refusedDecisions: [],
+    synthetic: true,
+  };
+}
