@@ -58,7 +58,7 @@ const { values: options } = parseArgs({
     'worker-tuning': { type: 'string', default: '{}' },
     'open-rate': { type: 'string' },
     'waiting-levels': { type: 'string' },
-    'output-name': { type: 'string', default: 'latest' },
+    'output-name': { type: 'string' },
   },
   strict: true,
 });
@@ -250,7 +250,8 @@ async function main(): Promise<number> {
 
   const outputDirectory = join(benchDirectory, 'results');
   await mkdir(outputDirectory, { recursive: true });
-  const name = options['output-name'] ?? 'latest';
+  // A smoke run must never overwrite the figures of the last full run, which are committed.
+  const name = options['output-name'] ?? (quick ? 'quick' : 'latest');
   await writeFile(join(outputDirectory, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
   await writeFile(join(outputDirectory, `${name}.md`), renderMarkdown(results));
   await writeFile(join(outputDirectory, `${name}.svg`), renderSvg(results));
