@@ -137,7 +137,9 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
       const execution = {
         input: request.input,
         signal: controller.signal,
-        key: request.key,
+        // A compensation is a different action: a downstream that dedups on the key must not
+        // mistake the undo for a repeat of the original.
+        key: compensator && request.key !== undefined ? `${request.key}:undo` : request.key,
         callId: request.callId,
         context: request.context,
         attempt,
@@ -172,20 +174,36 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
             attempt,
           });
         }
-        if (context.cancellationSignal.aborted) {
-          // The tool has settled, so it has really stopped: only now report the cancellation.
+        if (context.cancellationSignal.aborted && !outcome.ok) {
+          // The tool has settled, so it has really stopped: only now report the cancellation. A tool
+          // that finished anyway reports its success below: its effect is known, not unknown.
           throw context.cancellationSignal.reason instanceof CancelledFailure
             ? context.cancellationSignal.reason
             : new CancelledFailure('cancelled');
         }
         if (!outcome.ok) throw classifyToolError(outcome.error, request, attempt);
         const output = outcome.value ?? null;
-        const size = utf8Length(JSON.stringify(output) ?? 'null');
+        // The tool has acted by now: a result we cannot carry does not make its effect unknown.
+        const settledEffect = request.tier === 'readonly' ? 'none' : 'applied';
+        let encoded: string;
+        try {
+          encoded = JSON.stringify(output) ?? 'null';
+        } catch {
+          throw failure(
+            ToolFailureType.outputTooLarge,
+            'The tool returned a result that cannot be encoded as JSON.',
+            {
+              attempt,
+              effect: settledEffect,
+            },
+          );
+        }
+        const size = utf8Length(encoded);
         if (size > limits.maxOutputBytes) {
           throw failure(
             ToolFailureType.outputTooLarge,
             `The result is ${size} bytes; the limit is ${limits.maxOutputBytes}. Ask for less data (filter, paginate or summarise).`,
-            { attempt },
+            { attempt, effect: settledEffect },
           );
         }
         return { output, attempt } satisfies RunToolResult;
@@ -282,6 +300,7 @@ export function verifySignedDecision(
   const problem = authorizeDecision({
     claims,
     callId: request.callId,
+    runId: request.runId,
     fingerprint: request.fingerprint,
     requester: request.requester,
     approvers: request.approvers,

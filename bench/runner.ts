@@ -495,6 +495,7 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
 
     interface Waiting {
       readonly callId: string;
+      readonly runId: string;
       readonly fingerprint: string;
     }
     const waiting: Waiting[] = [];
@@ -503,7 +504,11 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
       const started = await toolgate.start({ tool: 'bench_transfer', input }, agent);
       if (started.disposition !== 'started')
         throw new Error(`waiting call not started: ${started.disposition}`);
-      return { callId: started.callId, fingerprint: callFingerprint('bench_transfer', input) };
+      return {
+        callId: started.callId,
+        runId: started.runId ?? '',
+        fingerprint: callFingerprint('bench_transfer', input),
+      };
     };
     const awaitingCount = () =>
       temporal.workflow.count(`TaskQueue = "${environment.taskQueue}" AND CallStatus = "awaiting_approval"`);
@@ -544,6 +549,7 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
     const approve = async (call: Waiting) => {
       const claims = decisionClaims({
         callId: call.callId,
+        runId: call.runId,
         decision: 'approve',
         approver: 'bench-approver',
         approverKind: 'human',

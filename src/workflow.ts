@@ -174,9 +174,10 @@ export async function startToolCallChild(
     if (lookup.state === 'released' || lookup.state === 'not_found') {
       // It closed and freed its key between our start and the lookup: start again.
       if (attempt < maximumStartAttempts) continue;
-      throw ApplicationFailure.retryable(
-        `The call ${id} kept changing while it was started; the agent task will retry.`,
-        'ToolCallStartRace',
+      // A plain Error fails only this workflow task, which Temporal retries; an ApplicationFailure
+      // would fail the whole agent workflow.
+      throw new Error(
+        `The call ${id} kept changing while it was started; the workflow task will be retried.`,
       );
     }
     if (lookup.fingerprint !== fingerprint) {

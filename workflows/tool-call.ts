@@ -95,9 +95,15 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
     const pendingDecisions: unknown[] = [];
     let decided = false;
     setHandler(decisionSignal, (payload: unknown) => {
+      // A flood of signals must not grow the record past Temporal's payload limit: the queue is
+      // bounded and refusals past a cap are only counted.
+      if (pendingDecisions.length >= maxPendingDecisions) {
+        record.refusedDecisionsDropped = (record.refusedDecisionsDropped ?? 0) + 1;
+        return;
+      }
       if (decided) {
         // A decision after the first accepted one never counts; it is recorded and nothing else.
-        record.refusedDecisions.push({
+        recordRefusal({
           at: now(),
           ...describeClaim(payload),
           reason: 'the call was already decided',
@@ -106,6 +112,14 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       }
       pendingDecisions.push(payload);
     });
+
+    function recordRefusal(refusal: CallRecord['refusedDecisions'][number]): void {
+      if (record.refusedDecisions.length >= maxRecordedRefusals) {
+        record.refusedDecisionsDropped = (record.refusedDecisionsDropped ?? 0) + 1;
+      } else {
+        record.refusedDecisions.push(refusal);
+      }
+    }
 
     const transition = (status: CallStatus, note?: string) => {
       record.status = status;
@@ -134,9 +148,14 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
 
     let contract: ToolContract | undefined;
     let admission: AdmitDecision | undefined;
+    let admitting = false;
     try {
       // Gate 1: idempotency. The workflow ID already scopes the key; here the fingerprint is
-      // checked and the tier's key rule applied.
+      // checked and the tier's key rule applied. Shape and size come first, so a hostile payload
+      // (from anyone who can start workflows directly) never reaches the hash or the parser.
+      if (typeof request.tool !== 'string') deny('INVALID_INPUT', 'The tool name must be a string.');
+      const breach = checkInputLimits(request.input, limits);
+      if (breach) deny('PAYLOAD_TOO_LARGE', breach.message);
       if (callFingerprint(request.tool, request.input) !== request.fingerprint) {
         deny(
           'INVALID_INPUT',
@@ -160,20 +179,20 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
         );
       }
       const tool = contract as ToolContract;
+      admitting = true;
       admission = await policy.admitCall({
         callId: record.callId,
         tool: tool.name,
         tier: tool.tier,
         context: request.context,
       });
+      admitting = false;
       if (!admission.allowed) {
         if (admission.retryAfterSeconds !== undefined) record.retryAfterSeconds = admission.retryAfterSeconds;
         deny(admission.reason ?? 'NOT_ALLOWED', admission.message);
       }
 
-      // Gate 3: validation. Size first, so a hostile payload never reaches the parser.
-      const breach = checkInputLimits(request.input, limits);
-      if (breach) deny('PAYLOAD_TOO_LARGE', breach.message);
+      // Gate 3: validation (the size was checked in gate 1).
       const parsed = tool.input.safeParse(request.input);
       if (!parsed.success) deny('INVALID_INPUT', summarizeIssues(parsed.error.issues));
       const input = (parsed as { data: unknown }).data;
@@ -209,12 +228,27 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       record.output = result.output;
       close('succeeded', undefined, tool.tier === 'readonly' ? 'none' : 'applied');
     } catch (error) {
-      if (!(error instanceof CallClosed)) throw error;
+      if (!(error instanceof CallClosed)) {
+        // A cancel that lands before execution (during admission, or while a decision is being
+        // verified) means nothing ran: a denial, not an unknown outcome.
+        if (!isCancellation(error) || record.status === 'running') throw error;
+        try {
+          deny('CANCELLED', 'The call was cancelled before its tool ran; nothing ran.');
+        } catch (closed) {
+          if (!(closed instanceof CallClosed)) throw closed;
+        }
+      }
     } finally {
-      if (admission?.holdsSlot && contract) {
-        await CancellationScope.nonCancellable(() =>
-          policy.releaseCall({ callId: record.callId, tool: contract!.name, context: request.context }),
-        );
+      // Hand back a concurrency slot, also when admission was interrupted after the gate took it.
+      // Release is idempotent, and its failure must never change the call's outcome.
+      if (contract && (admission?.holdsSlot || admitting)) {
+        try {
+          await CancellationScope.nonCancellable(() =>
+            policy.releaseCall({ callId: record.callId, tool: contract!.name, context: request.context }),
+          );
+        } catch (error) {
+          log.warn('could not release the concurrency slot', { callId: record.callId, error: String(error) });
+        }
       }
     }
 
@@ -257,6 +291,7 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
         const verdict = await policy.verifyDecision({
           payload,
           callId: record.callId,
+          runId: record.runId,
           fingerprint: record.fingerprint,
           requester: record.principal,
           approvers,
@@ -274,7 +309,7 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
               reason: verdict.reason,
             };
         if (refusal.nonce) seenNonces.add(refusal.nonce);
-        record.refusedDecisions.push({ at: now(), ...refusal });
+        recordRefusal({ at: now(), ...refusal });
         log.warn('approval decision refused', { callId: record.callId, ...refusal });
       }
     }
@@ -377,6 +412,9 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
     }
   };
 }
+
+const maxPendingDecisions = 50;
+const maxRecordedRefusals = 100;
 
 const timeoutUnknownMessage =
   'The tool did not finish before its deadline and may have acted. Do not repeat it; check the current state first.';

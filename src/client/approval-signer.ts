@@ -65,26 +65,23 @@ export async function loadOrCreateApprovalKeys(directory: string): Promise<Appro
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   await mkdir(directory, { recursive: true, mode: 0o700 });
-  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-  await writeFile(privateKeyFile, privateKey.export({ type: 'pkcs8', format: 'pem' }), {
+  const { privateKey: generated } = generateKeyPairSync('ed25519');
+  // 'wx' never replaces a key another process (or an earlier run) already wrote.
+  await writeFile(privateKeyFile, generated.export({ type: 'pkcs8', format: 'pem' }), {
     mode: 0o600,
     flag: 'wx',
   }).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== 'EEXIST') throw error;
   });
   await chmod(privateKeyFile, 0o600);
-  await writeFile(publicKeyFile, publicKey.export({ type: 'spki', format: 'pem' }), { flag: 'wx' }).catch(
-    (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EEXIST') throw error;
-    },
-  );
-  // Another process may have won the race to create them: read back what is on disk.
-  return {
-    privateKey: createPrivateKey(await readFile(privateKeyFile)),
-    publicKey: createPublicKey(await readFile(publicKeyFile)),
-    privateKeyFile,
-    publicKeyFile,
-  };
+  // The public key is always derived from the private key on disk, so the pair can never disagree,
+  // whoever won a race to create them or whichever file was missing.
+  const privateKey = createPrivateKey(await readFile(privateKeyFile));
+  const publicKey = createPublicKey(privateKey);
+  const publicPem = publicKey.export({ type: 'spki', format: 'pem' });
+  const existing = await readFile(publicKeyFile, 'utf8').catch(() => undefined);
+  if (existing !== publicPem) await writeFile(publicKeyFile, publicPem);
+  return { privateKey, publicKey, privateKeyFile, publicKeyFile };
 }
 
 /** Loads a public key for verification, from a PEM file. */

@@ -226,7 +226,8 @@ export class ToolgateClient {
   /** Cancels a call and waits until it has really stopped. Returns its final record. */
   async cancel(callId: string): Promise<CallRecord> {
     const handle = this.temporal.workflow.getHandle(callId);
-    await handle.cancel();
+    // A call that already closed has nothing to cancel: its record is the answer.
+    if ((await handle.describe()).status.name === 'RUNNING') await handle.cancel();
     return this.result(callId);
   }
 
@@ -307,6 +308,7 @@ export class ToolgateClient {
     if (typeof fingerprint !== 'string') throw new ToolgateUsageError(`${callId} is not a toolgate call.`);
     const claims: DecisionClaims = decisionClaims({
       callId,
+      runId: description.runId,
       decision,
       approver: options.approver,
       approverKind: 'human',

@@ -44,6 +44,7 @@ export interface RunToolResult {
 export interface VerifyDecisionRequest {
   readonly payload: unknown;
   readonly callId: string;
+  readonly runId: string;
   readonly fingerprint: string;
   readonly requester: string;
   readonly approvers: readonly string[];

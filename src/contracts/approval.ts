@@ -6,6 +6,8 @@ import { z } from 'zod';
  */
 export const decisionClaimsSchema = z.strictObject({
   callId: z.string().min(1).max(512),
+  /** The run being decided. A released key starts a new run, which needs a new decision. */
+  runId: z.string().min(1).max(128),
   decision: z.enum(['approve', 'reject']),
   approver: z.string().min(1).max(128),
   approverKind: z.enum(['human', 'agent', 'service']),

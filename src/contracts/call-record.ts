@@ -108,6 +108,8 @@ export interface CallRecord {
   attempts: number;
   transitions: Transition[];
   refusedDecisions: RefusedDecision[];
+  /** Decisions dropped unrecorded once the refusal list was full (a signal flood). */
+  refusedDecisionsDropped?: number;
   approval?: ApprovalState;
   replay?: ReplayInfo;
   undo?: UndoInfo;

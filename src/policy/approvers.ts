@@ -3,6 +3,7 @@ import type { DecisionClaims } from '../contracts/approval.ts';
 export interface AuthorizeDecisionOptions {
   readonly claims: DecisionClaims;
   readonly callId: string;
+  readonly runId: string;
   readonly fingerprint: string;
   readonly requester: string;
   /** Names, or `role:<name>` entries matched against the approver's signed roles. */
@@ -16,6 +17,8 @@ export interface AuthorizeDecisionOptions {
 export function authorizeDecision(options: AuthorizeDecisionOptions): string | undefined {
   const { claims } = options;
   if (claims.callId !== options.callId) return 'the decision is for a different call';
+  if (claims.runId !== options.runId)
+    return 'the decision is for an earlier run of this call; sign a new one';
   if (claims.fingerprint !== options.fingerprint) {
     return 'the decision approves different arguments (argument hash mismatch)';
   }

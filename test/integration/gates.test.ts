@@ -200,6 +200,21 @@ describe('the five gates against a real dev server', () => {
     expect(cancelledAt).toBeGreaterThanOrEqual(stoppedAt - 5);
   });
 
+  it('reports a call cancelled before its first workflow task as denied: nothing ran', async () => {
+    await harness.stopWorker();
+    const started = await harness.client.start(
+      { tool: 'slow_search', input: { query: 'early', delayMs: 5_000 } },
+      agent,
+    );
+    await harness.temporal.workflow.getHandle(started.callId).cancel();
+    await harness.startWorker();
+    const record = await harness.client.result(started.callId);
+    expect(record).toMatchObject({ status: 'denied', reason: 'CANCELLED', effect: 'none' });
+    expect(
+      (await executions('slow_search')).filter((line) => line['callId'] === started.callId),
+    ).toHaveLength(0);
+  });
+
   describe('approval', () => {
     const approvedRecord = async (callId: string) =>
       waitFor(
@@ -249,6 +264,7 @@ describe('the five gates against a real dev server', () => {
       expect(self.reason).toContain('requester');
       const claims = {
         callId: started.callId,
+        runId: waiting.runId,
         decision: 'approve' as const,
         approver: 'alice',
         approverKind: 'human' as const,
@@ -272,10 +288,21 @@ describe('the five gates against a real dev server', () => {
         }),
       );
       expect(agentApprover.reason).toContain('only humans');
+      // A decision signed for an earlier run of the same key (one that released it) never carries over.
+      const earlierRun = await harness.client.sendDecision(
+        started.callId,
+        harness.signer.sign({
+          ...claims,
+          fingerprint: waiting.fingerprint,
+          runId: 'an-earlier-run',
+          nonce: 'earlier-run-1',
+        }),
+      );
+      expect(earlierRun.reason).toContain('earlier run');
 
       const record = await harness.client.get(started.callId);
       expect(record?.status).toBe('awaiting_approval');
-      expect(record?.refusedDecisions).toHaveLength(5);
+      expect(record?.refusedDecisions).toHaveLength(6);
       expect(
         await harness
           .readLines(harness.tools.paths.ledgerFile)

@@ -140,10 +140,12 @@ describe('property: the gates hold for random tools, arguments and approval sign
           record = started.record;
         } else {
           const handle = harness.temporal.workflow.getHandle(started.callId);
-          const fingerprint = (await handle.describe()).memo?.['fingerprint'] as string;
+          const description = await handle.describe();
+          const fingerprint = description.memo?.['fingerprint'] as string;
           const claim = (overrides: Partial<Parameters<typeof decisionClaims>[0]>) =>
             decisionClaims({
               callId: started.callId,
+              runId: description.runId,
               decision: 'approve',
               approver: 'alice',
               approverKind: 'human',

@@ -162,6 +162,7 @@ describe('signed decisions', () => {
   const request = (payload: unknown) => ({
     payload,
     callId: 'c1',
+    runId: 'r1',
     fingerprint,
     requester: 'agent-7',
     approvers: ['alice', 'role:finance'],
@@ -169,6 +170,7 @@ describe('signed decisions', () => {
   const claims = (overrides: Partial<Parameters<typeof decisionClaims>[0]> = {}) =>
     decisionClaims({
       callId: 'c1',
+      runId: 'r1',
       decision: 'approve',
       approver: 'alice',
       approverKind: 'human',
@@ -196,6 +198,7 @@ describe('signed decisions', () => {
       [signer.sign(claims({ approverKind: 'service' })), /only humans/],
       [signer.sign(claims({ fingerprint: '0'.repeat(64) })), /argument hash/],
       [signer.sign(claims({ callId: 'c2' })), /different call/],
+      [signer.sign(claims({ runId: 'r0' })), /earlier run/],
       [signer.sign(claims({ approver: 'mallory' })), /not an approver/],
       [signer.sign(claims({ issuedAt: new Date(Date.now() - 120_000).toISOString() })), /stale/],
     ];
@@ -203,6 +206,50 @@ describe('signed decisions', () => {
       const verdict = verifySignedDecision(request(payload), [publicKey], 60_000);
       expect(verdict.accepted).toBe(false);
       expect(verdict.accepted ? '' : verdict.reason).toMatch(reason);
+    }
+  });
+});
+
+describe('approval keys on disk', () => {
+  it('derives the public key from the private key, so a half-written pair can never disagree', async () => {
+    const { mkdtemp, rm, unlink } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { loadOrCreateApprovalKeys } = await import('../../../src/client/approval-signer.ts');
+    const directory = await mkdtemp(join(tmpdir(), 'toolgate-keys-'));
+    try {
+      const first = await loadOrCreateApprovalKeys(directory);
+      await unlink(first.publicKeyFile);
+      const second = await loadOrCreateApprovalKeys(directory);
+      const signed = createApprovalSigner(second.privateKey).sign(
+        decisionClaims({
+          callId: 'c',
+          runId: 'r',
+          decision: 'approve',
+          approver: 'a',
+          approverKind: 'human',
+          roles: [],
+          fingerprint: '0'.repeat(64),
+        }),
+      );
+      const verdict = verifySignedDecision(
+        {
+          payload: signed,
+          callId: 'c',
+          runId: 'r',
+          fingerprint: '0'.repeat(64),
+          requester: 'x',
+          approvers: ['a'],
+        },
+        [first.publicKey],
+        60_000,
+      );
+      expect(verdict.accepted).toBe(true);
+      expect(second.publicKey.export({ type: 'spki', format: 'pem' })).toBe(
+        first.publicKey.export({ type: 'spki', format: 'pem' }),
+      );
+    } finally {
+      await rm(directory, { recursive: true, force: true });
     }
   });
 });
