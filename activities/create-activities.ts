@@ -177,9 +177,15 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
         if (context.cancellationSignal.aborted && !outcome.ok) {
           // The tool has settled, so it has really stopped: only now report the cancellation. A tool
           // that finished anyway reports its success below: its effect is known, not unknown.
-          throw context.cancellationSignal.reason instanceof CancelledFailure
-            ? context.cancellationSignal.reason
-            : new CancelledFailure('cancelled');
+          if (context.cancellationDetails?.cancelRequested ?? true) {
+            throw context.cancellationSignal.reason instanceof CancelledFailure
+              ? context.cancellationSignal.reason
+              : new CancelledFailure('cancelled');
+          }
+          // Not the caller's intent (the worker is shutting down, the activity was paused or reset):
+          // a failed attempt, which the tier's retry policy may run again on another worker.
+          logger().warn('tool interrupted by the executor', { callId: request.callId, tool: request.tool, attempt });
+          throw failure(ToolFailureType.failed, 'The executor was interrupted while the tool ran.', { attempt });
         }
         if (!outcome.ok) throw classifyToolError(outcome.error, request, attempt);
         const output = outcome.value ?? null;
