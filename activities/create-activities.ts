@@ -184,8 +184,14 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
           }
           // Not the caller's intent (the worker is shutting down, the activity was paused or reset):
           // a failed attempt, which the tier's retry policy may run again on another worker.
-          logger().warn('tool interrupted by the executor', { callId: request.callId, tool: request.tool, attempt });
-          throw failure(ToolFailureType.failed, 'The executor was interrupted while the tool ran.', { attempt });
+          logger().warn('tool interrupted by the executor', {
+            callId: request.callId,
+            tool: request.tool,
+            attempt,
+          });
+          throw failure(ToolFailureType.failed, 'The executor was interrupted while the tool ran.', {
+            attempt,
+          });
         }
         if (!outcome.ok) throw classifyToolError(outcome.error, request, attempt);
         const output = outcome.value ?? null;
