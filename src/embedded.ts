@@ -2,8 +2,12 @@ import { access, mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { createActivities, type ToolPolicy } from '../activities/create-activities.ts';
-import { createExampleTools, type ExampleTools } from '../activities/tools/example-tools.ts';
+import type { ToolPolicy } from '../activities/create-activities.ts';
+import {
+  createExampleActivities,
+  createExampleTools,
+  type ExampleTools,
+} from '../activities/tools/example-tools.ts';
 import {
   type ApprovalSigner,
   createApprovalSigner,
@@ -17,7 +21,7 @@ import {
 } from './client/connection-settings.ts';
 import { ToolgateClient } from './client/toolgate-client.ts';
 import { type DevServer, findTemporalCli, startDevServer } from './dev/index.ts';
-import { exampleAllowlist, exampleCatalog } from './tools/example-contracts.ts';
+import { exampleCatalog } from './tools/example-contracts.ts';
 import { createWorker } from './worker/create-worker.ts';
 import { installRuntimeLogging } from './worker/runtime-logging.ts';
 
@@ -122,10 +126,8 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       connection: nativeConnection,
       namespace,
       taskQueue,
-      activities: createActivities({
-        tools: tools.tools,
-        compensations: tools.compensations,
-        policy: options.policy ?? { allow: exampleAllowlist },
+      activities: createExampleActivities(tools, {
+        ...(options.policy ? { policy: options.policy } : {}),
         approvalPublicKeys: [publicKey],
       }),
     });

@@ -32,7 +32,11 @@ export {
   ToolError,
 } from '../activities/tool-implementation.ts';
 export type { ExampleToolOptions } from '../activities/tools/example-tools.ts';
-export { createExampleTools, exampleToolPaths } from '../activities/tools/example-tools.ts';
+export {
+  createExampleActivities,
+  createExampleTools,
+  exampleToolPaths,
+} from '../activities/tools/example-tools.ts';
 export type { ToolCallRequest, ToolCallWorkflowOptions } from '../workflows/tool-call.ts';
 export { createToolCallWorkflow } from '../workflows/tool-call.ts';
 export type { ToolUndoRequest, ToolUndoResult } from '../workflows/tool-undo.ts';

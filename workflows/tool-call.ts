@@ -44,8 +44,6 @@ export interface ToolCallWorkflowOptions {
   readonly heartbeatTimeoutMs?: number;
   /** Extra time the server's start-to-close timer allows past the executor's own deadline. */
   readonly deadlineGraceMs?: number;
-  /** How old a signed decision may be when it reaches the worker. */
-  readonly decisionMaxAgeMs?: number;
 }
 
 class CallClosed extends Error {}

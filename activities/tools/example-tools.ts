@@ -1,10 +1,12 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ToolgateActivities } from '../../src/contracts/activity-types.ts';
 import { CircuitBreaker } from '../../src/policy/circuit-breaker.ts';
 import {
   addLabel,
   deleteEverything,
+  exampleAllowlist,
   httpFetch,
   readConfig,
   slowSearch,
@@ -12,6 +14,7 @@ import {
   transferFunds,
   writeReport,
 } from '../../src/tools/example-contracts.ts';
+import { type CreateActivitiesOptions, createActivities, type ToolPolicy } from '../create-activities.ts';
 import { type SafeUrlOptions, safeUrl } from '../safety/safe-url.ts';
 import { sandboxedPath } from '../safety/sandbox.ts';
 import {
@@ -214,4 +217,23 @@ export function createExampleTools(dataDir: string, options: ExampleToolOptions 
   ];
 
   return { paths, tools, compensations };
+}
+
+/**
+ * The activities of a worker that runs the example tools: their implementations and compensations,
+ * allowlisted by `exampleAllowlist` unless a policy is given. One place, so the embedded default,
+ * the example agent and the tests assemble the same worker.
+ */
+export function createExampleActivities(
+  tools: Pick<ExampleTools, 'tools' | 'compensations'>,
+  options: Omit<CreateActivitiesOptions, 'tools' | 'compensations' | 'policy'> & {
+    readonly policy?: ToolPolicy;
+  },
+): ToolgateActivities {
+  return createActivities({
+    ...options,
+    tools: tools.tools,
+    compensations: tools.compensations,
+    policy: options.policy ?? { allow: exampleAllowlist },
+  });
 }

@@ -6,13 +6,16 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createActivities } from '../../activities/create-activities.ts';
-import { createExampleTools, type ExampleTools } from '../../activities/tools/example-tools.ts';
+import {
+  createExampleActivities,
+  createExampleTools,
+  type ExampleTools,
+} from '../../activities/tools/example-tools.ts';
 import { createToolCallLookupActivities } from '../../src/agent/lookup-activities.ts';
 import { createApprovalSigner, loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
 import { type CallRequest, ToolgateClient } from '../../src/client/toolgate-client.ts';
 import type { CallContext } from '../../src/contracts/call-record.ts';
-import { exampleAllowlist, exampleCatalog } from '../../src/tools/example-contracts.ts';
+import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import { bundleToolgateWorkflows, createWorker } from '../../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
 import type { ChildCallOptions, ChildCallOutcome } from '../../src/workflow.ts';
@@ -48,10 +51,7 @@ describe('tool calls as child workflows (toolgate/workflow)', () => {
     });
     nativeConnection = await NativeConnection.connect({ address });
     const activities = {
-      ...createActivities({
-        tools: tools.tools,
-        compensations: tools.compensations,
-        policy: { allow: exampleAllowlist },
+      ...createExampleActivities(tools, {
         approvalPublicKeys: [keys.publicKey],
       }),
       ...createToolCallLookupActivities(temporal),

@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
-import { type CreateActivitiesOptions, createActivities } from '../../activities/create-activities.ts';
+import type { CreateActivitiesOptions } from '../../activities/create-activities.ts';
 import {
+  createExampleActivities,
   createExampleTools,
   type ExampleToolOptions,
   type ExampleTools,
@@ -18,7 +19,7 @@ import {
 } from '../../src/client/approval-signer.ts';
 import { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import type { CallContext } from '../../src/contracts/call-record.ts';
-import { exampleAllowlist, exampleCatalog } from '../../src/tools/example-contracts.ts';
+import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import { createWorker } from '../../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
 
@@ -66,10 +67,8 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   const connection = await Connection.connect({ address });
   const temporal = new Client({ connection });
   const client = new ToolgateClient({ client: temporal, taskQueue, catalog: exampleCatalog, signer });
-  const activities = createActivities({
-    tools: tools.tools,
-    compensations: tools.compensations,
-    policy: options.policy ?? { allow: exampleAllowlist },
+  const activities = createExampleActivities(tools, {
+    ...(options.policy ? { policy: options.policy } : {}),
     approvalPublicKeys: [keys.publicKey],
     ...(options.admissionGates ? { admissionGates: options.admissionGates } : {}),
   });

@@ -5,11 +5,9 @@
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NativeConnection } from '@temporalio/worker';
-import { createActivities } from '../../activities/create-activities.ts';
 import type { ToolImplementation } from '../../activities/tool-implementation.ts';
-import { createExampleTools } from '../../activities/tools/example-tools.ts';
+import { createExampleActivities, createExampleTools } from '../../activities/tools/example-tools.ts';
 import { loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
-import { exampleAllowlist } from '../../src/tools/example-contracts.ts';
 import { createWorker } from '../../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
 
@@ -48,12 +46,12 @@ async function main(): Promise<void> {
   const worker = await createWorker({
     connection,
     taskQueue: config.taskQueue,
-    activities: createActivities({
-      tools: wrapped,
-      compensations: tools.compensations,
-      policy: { allow: exampleAllowlist },
-      approvalPublicKeys: [keys.publicKey],
-    }),
+    activities: createExampleActivities(
+      { tools: wrapped, compensations: tools.compensations },
+      {
+        approvalPublicKeys: [keys.publicKey],
+      },
+    ),
     workflowBundle: { code: await readFile(config.bundleFile, 'utf8') },
     ...(config.identity ? { identity: config.identity } : {}),
   });

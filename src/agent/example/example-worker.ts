@@ -2,10 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import { createActivities } from '../../../activities/create-activities.ts';
-import { createExampleTools } from '../../../activities/tools/example-tools.ts';
+import { createExampleActivities, createExampleTools } from '../../../activities/tools/example-tools.ts';
 import { loadOrCreateApprovalKeys } from '../../client/approval-signer.ts';
-import { exampleAllowlist } from '../../tools/example-contracts.ts';
 import { createWorker } from '../../worker/create-worker.ts';
 import { installRuntimeLogging } from '../../worker/runtime-logging.ts';
 import { createToolCallLookupActivities } from '../lookup-activities.ts';
@@ -24,10 +22,7 @@ async function main(): Promise<void> {
   const apiKey = process.env['ANTHROPIC_API_KEY'];
   const model = process.env['ANTHROPIC_MODEL'];
   const activities = {
-    ...createActivities({
-      tools: tools.tools,
-      compensations: tools.compensations,
-      policy: { allow: exampleAllowlist },
+    ...createExampleActivities(tools, {
       approvalPublicKeys: [keys.publicKey],
     }),
     ...createToolCallLookupActivities(client),
