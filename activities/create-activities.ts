@@ -72,37 +72,40 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
   const gates = options.admissionGates ?? [];
   const logger = (): OperatorLogger => options.logger ?? Context.current().log;
 
+  /** The allowlist, then every admission gate in order. Synchronous: nothing here waits. */
+  function admit(request: AdmitRequest): AdmitDecision {
+    if (!isToolAllowed(options.policy, request.tool, request.context.tenant)) {
+      return {
+        allowed: false,
+        reason: 'NOT_ALLOWED',
+        message: notAllowedMessage,
+      };
+    }
+    let holdsSlot = false;
+    for (const gate of gates) {
+      const decision = gate.admit(request);
+      if (decision && !decision.allowed) {
+        // Hand back what earlier gates took, so a refusal leaves nothing held.
+        if (holdsSlot) for (const earlier of gates.slice(0, gates.indexOf(gate))) earlier.release(request);
+        return decision;
+      }
+      if (decision?.holdsSlot) holdsSlot = true;
+    }
+    const override =
+      options.policy.approvals && Object.hasOwn(options.policy.approvals, request.tool)
+        ? options.policy.approvals[request.tool]
+        : undefined;
+    return {
+      allowed: true,
+      ...(override?.approvers ? { approvers: [...override.approvers] } : {}),
+      ...(override?.expiresAfterMs !== undefined ? { approvalExpiresAfterMs: override.expiresAfterMs } : {}),
+      ...(holdsSlot ? { holdsSlot } : {}),
+    };
+  }
+
   return {
     async admitCall(request) {
-      if (!isToolAllowed(options.policy, request.tool, request.context.tenant)) {
-        return {
-          allowed: false,
-          reason: 'NOT_ALLOWED',
-          message: 'This tool is not enabled for you. Use only the tools listed in your tool definitions.',
-        };
-      }
-      let holdsSlot = false;
-      for (const gate of gates) {
-        const decision = gate.admit(request);
-        if (decision && !decision.allowed) {
-          // Hand back what earlier gates took, so a refusal leaves nothing held.
-          if (holdsSlot) for (const earlier of gates.slice(0, gates.indexOf(gate))) earlier.release(request);
-          return decision;
-        }
-        if (decision?.holdsSlot) holdsSlot = true;
-      }
-      const override =
-        options.policy.approvals && Object.hasOwn(options.policy.approvals, request.tool)
-          ? options.policy.approvals[request.tool]
-          : undefined;
-      return {
-        allowed: true,
-        ...(override?.approvers ? { approvers: [...override.approvers] } : {}),
-        ...(override?.expiresAfterMs !== undefined
-          ? { approvalExpiresAfterMs: override.expiresAfterMs }
-          : {}),
-        ...(holdsSlot ? { holdsSlot } : {}),
-      };
+      return admit(request);
     },
 
     async releaseCall(request) {
@@ -116,116 +119,151 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
     async runTool(request) {
       const context = Context.current();
       const attempt = context.info.attempt;
-      const compensation = request.compensationOf;
-      const implementation = compensation ? undefined : implementations.get(request.tool);
-      const compensator = compensation ? compensations.get(request.tool) : undefined;
-      if (!implementation && !compensator) {
-        logger().error('no implementation registered for tool', {
-          callId: request.callId,
-          tool: request.tool,
-        });
+      // Admission belongs to the call, not the attempt: a retry of an admitted call is not admitted
+      // again, as when the workflow admits it once. The first attempt holds the concurrency slot.
+      if (!request.admit || attempt > 1) return await execute(request, context, attempt);
+      const admitRequest = {
+        callId: request.callId,
+        tool: request.tool,
+        tier: request.tier,
+        context: request.context,
+      };
+      const decision = admit(admitRequest);
+      if (!decision.allowed) {
+        const message = decision.message ?? notAllowedMessage;
         throw failure(
-          ToolFailureType.missingImplementation,
-          'This tool is not available on the executor right now.',
+          ToolFailureType.denied,
+          message,
           {
             effect: 'none',
+            reason: decision.reason ?? 'NOT_ALLOWED',
             attempt,
+            admission: true,
+            ...(decision.retryAfterSeconds !== undefined
+              ? { retryAfterSeconds: decision.retryAfterSeconds }
+              : {}),
           },
+          true,
         );
       }
-      const controller = new AbortController();
-      const execution = {
-        input: request.input,
-        signal: controller.signal,
-        // A compensation is a different action: a downstream that dedups on the key must not
-        // mistake the undo for a repeat of the original.
-        key: compensator && request.key !== undefined ? `${request.key}:undo` : request.key,
-        callId: request.callId,
-        context: request.context,
-        attempt,
-      };
-      const running = compensator
-        ? compensator.execute({ ...execution, output: compensation!.output })
-        : implementation!.execute(execution);
-
-      const heartbeat = setInterval(() => context.heartbeat({ attempt }), heartbeatIntervalMs);
-      let deadlineTimer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<'deadline'>((resolve) => {
-        deadlineTimer = setTimeout(() => resolve('deadline'), request.timeoutMs);
-      });
-      const onCancel = () => controller.abort(context.cancellationSignal.reason);
-      context.cancellationSignal.addEventListener('abort', onCancel, { once: true });
       try {
-        const settled = running.then(
-          (value) => ({ ok: true as const, value }),
-          (error: unknown) => ({ ok: false as const, error }),
-        );
-        const outcome = await Promise.race([settled, deadline]);
-        if (outcome === 'deadline') {
-          controller.abort(new Error('deadline'));
-          logger().warn('tool deadline passed', {
-            callId: request.callId,
-            tool: request.tool,
-            timeoutMs: request.timeoutMs,
-            attempt,
-          });
-          // The deadline is the executor's: a tool that ignores its signal does not get more time.
-          throw failure(ToolFailureType.timeout, `The tool did not finish within ${request.timeoutMs} ms.`, {
-            attempt,
-          });
-        }
-        if (context.cancellationSignal.aborted && !outcome.ok) {
-          // The tool has settled, so it has really stopped: only now report the cancellation. A tool
-          // that finished anyway reports its success below: its effect is known, not unknown.
-          if (context.cancellationDetails?.cancelRequested ?? true) {
-            throw context.cancellationSignal.reason instanceof CancelledFailure
-              ? context.cancellationSignal.reason
-              : new CancelledFailure('cancelled');
-          }
-          // Not the caller's intent (the worker is shutting down, the activity was paused or reset):
-          // a failed attempt, which the tier's retry policy may run again on another worker.
-          logger().warn('tool interrupted by the executor', {
-            callId: request.callId,
-            tool: request.tool,
-            attempt,
-          });
-          throw failure(ToolFailureType.failed, 'The executor was interrupted while the tool ran.', {
-            attempt,
-          });
-        }
-        if (!outcome.ok) throw classifyToolError(outcome.error, request, attempt);
-        const output = outcome.value ?? null;
-        // The tool has acted by now: a result we cannot carry does not make its effect unknown.
-        const settledEffect = request.tier === 'readonly' ? 'none' : 'applied';
-        let encoded: string;
-        try {
-          encoded = JSON.stringify(output) ?? 'null';
-        } catch {
-          throw failure(
-            ToolFailureType.outputTooLarge,
-            'The tool returned a result that cannot be encoded as JSON.',
-            {
-              attempt,
-              effect: settledEffect,
-            },
-          );
-        }
-        const size = utf8Length(encoded);
-        if (size > limits.maxOutputBytes) {
-          throw failure(
-            ToolFailureType.outputTooLarge,
-            `The result is ${size} bytes; the limit is ${limits.maxOutputBytes}. Ask for less data (filter, paginate or summarise).`,
-            { attempt, effect: settledEffect },
-          );
-        }
-        return { output, attempt } satisfies RunToolResult;
+        return await execute(request, context, attempt);
       } finally {
-        clearInterval(heartbeat);
-        clearTimeout(deadlineTimer);
-        context.cancellationSignal.removeEventListener('abort', onCancel);
+        if (decision.holdsSlot) for (const gate of gates) gate.release(admitRequest);
       }
     },
   };
+
+  async function execute(request: RunToolRequest, context: Context, attempt: number): Promise<RunToolResult> {
+    const compensation = request.compensationOf;
+    const implementation = compensation ? undefined : implementations.get(request.tool);
+    const compensator = compensation ? compensations.get(request.tool) : undefined;
+    if (!implementation && !compensator) {
+      logger().error('no implementation registered for tool', {
+        callId: request.callId,
+        tool: request.tool,
+      });
+      throw failure(
+        ToolFailureType.missingImplementation,
+        'This tool is not available on the executor right now.',
+        {
+          effect: 'none',
+          attempt,
+        },
+      );
+    }
+    const controller = new AbortController();
+    const execution = {
+      input: request.input,
+      signal: controller.signal,
+      // A compensation is a different action: a downstream that dedups on the key must not
+      // mistake the undo for a repeat of the original.
+      key: compensator && request.key !== undefined ? `${request.key}:undo` : request.key,
+      callId: request.callId,
+      context: request.context,
+      attempt,
+    };
+    const running = compensator
+      ? compensator.execute({ ...execution, output: compensation!.output })
+      : implementation!.execute(execution);
+
+    const heartbeat = setInterval(() => context.heartbeat({ attempt }), heartbeatIntervalMs);
+    let deadlineTimer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'deadline'>((resolve) => {
+      deadlineTimer = setTimeout(() => resolve('deadline'), request.timeoutMs);
+    });
+    const onCancel = () => controller.abort(context.cancellationSignal.reason);
+    context.cancellationSignal.addEventListener('abort', onCancel, { once: true });
+    try {
+      const settled = running.then(
+        (value) => ({ ok: true as const, value }),
+        (error: unknown) => ({ ok: false as const, error }),
+      );
+      const outcome = await Promise.race([settled, deadline]);
+      if (outcome === 'deadline') {
+        controller.abort(new Error('deadline'));
+        logger().warn('tool deadline passed', {
+          callId: request.callId,
+          tool: request.tool,
+          timeoutMs: request.timeoutMs,
+          attempt,
+        });
+        // The deadline is the executor's: a tool that ignores its signal does not get more time.
+        throw failure(ToolFailureType.timeout, `The tool did not finish within ${request.timeoutMs} ms.`, {
+          attempt,
+        });
+      }
+      if (context.cancellationSignal.aborted && !outcome.ok) {
+        // The tool has settled, so it has really stopped: only now report the cancellation. A tool
+        // that finished anyway reports its success below: its effect is known, not unknown.
+        if (context.cancellationDetails?.cancelRequested ?? true) {
+          throw context.cancellationSignal.reason instanceof CancelledFailure
+            ? context.cancellationSignal.reason
+            : new CancelledFailure('cancelled');
+        }
+        // Not the caller's intent (the worker is shutting down, the activity was paused or reset):
+        // a failed attempt, which the tier's retry policy may run again on another worker.
+        logger().warn('tool interrupted by the executor', {
+          callId: request.callId,
+          tool: request.tool,
+          attempt,
+        });
+        throw failure(ToolFailureType.failed, 'The executor was interrupted while the tool ran.', {
+          attempt,
+        });
+      }
+      if (!outcome.ok) throw classifyToolError(outcome.error, request, attempt);
+      const output = outcome.value ?? null;
+      // The tool has acted by now: a result we cannot carry does not make its effect unknown.
+      const settledEffect = request.tier === 'readonly' ? 'none' : 'applied';
+      let encoded: string;
+      try {
+        encoded = JSON.stringify(output) ?? 'null';
+      } catch {
+        throw failure(
+          ToolFailureType.outputTooLarge,
+          'The tool returned a result that cannot be encoded as JSON.',
+          {
+            attempt,
+            effect: settledEffect,
+          },
+        );
+      }
+      const size = utf8Length(encoded);
+      if (size > limits.maxOutputBytes) {
+        throw failure(
+          ToolFailureType.outputTooLarge,
+          `The result is ${size} bytes; the limit is ${limits.maxOutputBytes}. Ask for less data (filter, paginate or summarise).`,
+          { attempt, effect: settledEffect },
+        );
+      }
+      return { output, attempt } satisfies RunToolResult;
+    } finally {
+      clearInterval(heartbeat);
+      clearTimeout(deadlineTimer);
+      context.cancellationSignal.removeEventListener('abort', onCancel);
+    }
+  }
 
   function classifyToolError(error: unknown, request: RunToolRequest, attempt: number): Error {
     if (error instanceof ToolDenied) {
@@ -262,6 +300,9 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
     return failure(ToolFailureType.failed, 'The tool reported an internal error.', { attempt });
   }
 }
+
+const notAllowedMessage =
+  'This tool is not enabled for you. Use only the tools listed in your tool definitions.';
 
 function failure(
   type: string,

@@ -59,9 +59,16 @@ const { values: options } = parseArgs({
     'open-rate': { type: 'string' },
     'waiting-levels': { type: 'string' },
     'output-name': { type: 'string' },
+    concurrency: { type: 'string' },
+    repetitions: { type: 'string' },
+    scale: { type: 'string' },
+    'cpu-profile': { type: 'string' },
   },
   strict: true,
 });
+
+/** Calls per block at each closed-loop level of a full run (before `--scale`). */
+const defaultOperations: Record<number, number> = { 1: 24, 4: 48, 16: 96, 64: 192 };
 
 function buildConfig(address: string, serverPid: number, dataDir: string): Omit<RunnerConfig, 'mode'> {
   const variants = options.variants
@@ -96,14 +103,22 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
       },
     };
   }
+  const scale = Number(options.scale ?? 1);
+  const concurrencyLevels = options.concurrency?.split(',').map(Number) ?? [1, 4, 16, 64];
+  const operationsPerBlock = Object.fromEntries(
+    concurrencyLevels.map((level) => [
+      `c${level}`,
+      Math.max(level, Math.round((defaultOperations[level] ?? level * 3) * scale)),
+    ]),
+  );
   return {
     address,
     serverPid,
     dataDir,
     variants,
-    repetitions: 3,
-    concurrencyLevels: [1, 4, 16, 64],
-    operationsPerBlock: { c1: 24, c4: 48, c16: 96, c64: 192 },
+    repetitions: Number(options.repetitions ?? 3),
+    concurrencyLevels,
+    operationsPerBlock,
     warmupOperations: 20,
     openLoopRatePerSecond: Number(options['open-rate'] ?? 15),
     openLoopDurationMs: 4_000,
@@ -132,7 +147,13 @@ function runPhase(config: RunnerConfig): Promise<RunnerMessage> {
   return new Promise((resolve, reject) => {
     const child = fork(runnerPath, [], {
       // --expose-gc lets the waiting phase measure memory that is held rather than garbage.
-      execArgv: ['--import', 'tsx', '--expose-gc'],
+      execArgv: [
+        '--import',
+        'tsx',
+        '--expose-gc',
+        // One .cpuprofile per thread (main and the workflow threads) for Chrome DevTools.
+        ...(options['cpu-profile'] ? ['--cpu-prof', `--cpu-prof-dir=${options['cpu-profile']}`] : []),
+      ],
       env: { ...process.env, BENCH_RUNNER_CONFIG: JSON.stringify(config) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });

@@ -27,7 +27,7 @@ import type { CallEffect, CallRecord, CallStatus } from '../src/contracts/call-r
 import { lookupTool, type ToolCatalog, type ToolContract } from '../src/contracts/define-tool.ts';
 import { callFingerprint } from '../src/contracts/fingerprint.ts';
 import { checkInputLimits, defaultPayloadLimits, type PayloadLimits } from '../src/contracts/limits.ts';
-import type { ToolCallRequest } from '../src/contracts/prepare-call.ts';
+import { leanGatesProtocol, type ToolCallRequest } from '../src/contracts/prepare-call.ts';
 import { type ReasonCode, reasonCodes } from '../src/contracts/reason-codes.ts';
 import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
 import { type SideEffectTier, tierIsRetrySafe, tierRequiresKey } from '../src/contracts/tier.ts';
@@ -89,6 +89,9 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       ...(request.replay ? { replay: request.replay } : {}),
     };
     setHandler(recordQuery, () => record);
+    // The gate protocol is pinned by the start event (see `leanGatesProtocol`): histories from
+    // before protocol 2 replay down the path they took.
+    const lean = (request.protocol ?? 1) >= leanGatesProtocol;
 
     const pendingDecisions: unknown[] = [];
     let decided = false;
@@ -119,9 +122,11 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       }
     }
 
-    const transition = (status: CallStatus, note?: string) => {
+    /** `index: false` keeps the status out of visibility (the record still has the transition). */
+    const transition = (status: CallStatus, options: { index?: boolean } = {}) => {
       record.status = status;
-      record.transitions.push({ status, at: now(), ...(note ? { note } : {}) });
+      record.transitions.push({ status, at: now() });
+      if (options.index === false) return;
       const updates: SearchAttributeUpdatePair[] = [
         { key: searchAttributeKeys.callStatus, value: status },
         { key: searchAttributeKeys.callEffect, value: record.effect },
@@ -163,7 +168,11 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       contract = lookupTool(catalog, request.tool);
       if (contract) {
         record.tier = contract.tier;
-        upsertSearchAttributes([{ key: searchAttributeKeys.toolTier, value: contract.tier }]);
+        // The tier comes from the contract here, never from the caller. On the lean path a client
+        // with the catalog indexed it at start, so it is written only when missing or wrong.
+        if (!lean || info.typedSearchAttributes.get(searchAttributeKeys.toolTier) !== contract.tier) {
+          upsertSearchAttributes([{ key: searchAttributeKeys.toolTier, value: contract.tier }]);
+        }
         if (tierRequiresKey(contract.tier) && request.key === undefined) {
           deny('KEY_REQUIRED', `${contract.name} is ${contract.tier}: ${reasonCodes.KEY_REQUIRED.nextStep}`);
         }
@@ -177,28 +186,42 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
         );
       }
       const tool = contract as ToolContract;
-      admitting = true;
-      admission = await policy.admitCall({
-        callId: record.callId,
-        tool: tool.name,
-        tier: tool.tier,
-        context: request.context,
-      });
-      admitting = false;
-      if (!admission.allowed) {
-        if (admission.retryAfterSeconds !== undefined) record.retryAfterSeconds = admission.retryAfterSeconds;
-        deny(admission.reason ?? 'NOT_ALLOWED', admission.message);
-      }
+      const admit = async (): Promise<AdmitDecision> => {
+        admitting = true;
+        const decision = await policy.admitCall({
+          callId: record.callId,
+          tool: tool.name,
+          tier: tool.tier,
+          context: request.context,
+        });
+        admission = decision;
+        admitting = false;
+        if (!decision.allowed) {
+          if (decision.retryAfterSeconds !== undefined) record.retryAfterSeconds = decision.retryAfterSeconds;
+          deny(decision.reason ?? 'NOT_ALLOWED', decision.message);
+        }
+        return decision;
+      };
+      // A readonly call on the lean path is admitted by the activity that runs it, first thing and
+      // before the tool: the same allowlist and quotas, recorded in history with the activity's
+      // outcome, without a separate local activity. Other tiers are admitted here, before anything
+      // can wait for a human or hold a slot across retries.
+      const admitInExecution = lean && tool.tier === 'readonly';
+      if (!admitInExecution) await admit();
 
       // Gate 3: validation (the size was checked in gate 1).
       const parsed = tool.input.safeParse(request.input);
-      if (!parsed.success) deny('INVALID_INPUT', summarizeIssues(parsed.error.issues));
+      if (!parsed.success) {
+        // The allowlist answers first: a tool this caller may not use is NOT_ALLOWED, whatever its arguments.
+        if (!admission) await admit();
+        deny('INVALID_INPUT', summarizeIssues(parsed.error.issues));
+      }
       const input = (parsed as { data: unknown }).data;
 
       // Gate 4: approval.
       if (tool.tier === 'approval' && tool.approval) {
-        const approvers = admission.approvers ?? tool.approval.approvers;
-        const expiresAtMs = Date.now() + (admission.approvalExpiresAfterMs ?? tool.approval.expiresAfterMs);
+        const approvers = admission?.approvers ?? tool.approval.approvers;
+        const expiresAtMs = Date.now() + (admission?.approvalExpiresAfterMs ?? tool.approval.expiresAfterMs);
         record.approval = {
           approvers: [...approvers],
           expiresAt: new Date(expiresAtMs).toISOString(),
@@ -220,8 +243,15 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       }
 
       // Gate 5: execution.
-      transition('running');
-      const result = await execute(tool, input);
+      // A cancel that is already in (it came with the start) stops the call here, before the tool:
+      // without a local activity in between, nothing else on this path would notice it first.
+      if (lean && CancellationScope.current().consideredCancelled) {
+        deny('CANCELLED', cancelledBeforeRunMessage);
+      }
+      // A readonly call's "running" lasts as long as a read; visibility tracks it where a side
+      // effect is at stake (the record keeps every transition either way).
+      transition('running', { index: !admitInExecution });
+      const result = await execute(tool, input, admitInExecution);
       record.attempts = result.attempt;
       record.output = result.output;
       close('succeeded', undefined, tool.tier === 'readonly' ? 'none' : 'applied');
@@ -231,7 +261,7 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
         // verified) means nothing ran: a denial, not an unknown outcome.
         if (!isCancellation(error) || record.status === 'running') throw error;
         try {
-          deny('CANCELLED', 'The call was cancelled before its tool ran; nothing ran.');
+          deny('CANCELLED', cancelledBeforeRunMessage);
         } catch (closed) {
           if (!(closed instanceof CallClosed)) throw closed;
         }
@@ -312,8 +342,9 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       }
     }
 
-    async function execute(tool: ToolContract, input: unknown): Promise<RunToolResult> {
+    async function execute(tool: ToolContract, input: unknown, admit: boolean): Promise<RunToolResult> {
       const runRequest = {
+        ...(admit ? { admit: true } : {}),
         callId: record.callId,
         tool: tool.name,
         input,
@@ -391,8 +422,17 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       if (failure instanceof ApplicationFailure) {
         switch (failure.type) {
           case ToolFailureType.denied:
+            if (details?.admission) {
+              // Refused by admission inside the activity: the tool never started, so the record
+              // goes from pending to denied as it would have with admission in the workflow.
+              if (record.transitions.at(-1)?.status === 'running') record.transitions.pop();
+              if (details.retryAfterSeconds !== undefined)
+                record.retryAfterSeconds = details.retryAfterSeconds;
+            }
             return deny(
-              details?.reason === 'NOT_ALLOWED' ? 'NOT_ALLOWED' : 'INVALID_INPUT',
+              details?.reason === 'NOT_ALLOWED' || details?.reason === 'RATE_LIMITED'
+                ? details.reason
+                : 'INVALID_INPUT',
               details?.message,
             );
           case ToolFailureType.outputTooLarge:
@@ -414,6 +454,7 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
 const maxPendingDecisions = 50;
 const maxRecordedRefusals = 100;
 
+const cancelledBeforeRunMessage = 'The call was cancelled before its tool ran; nothing ran.';
 const timeoutUnknownMessage =
   'The tool did not finish before its deadline and may have acted. Do not repeat it; check the current state first.';
 const cancelledUnknownMessage =

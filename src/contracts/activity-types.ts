@@ -2,7 +2,10 @@ import type { DecisionVerdict } from './approval.ts';
 import type { CallContext, CallEffect } from './call-record.ts';
 import type { SideEffectTier } from './tier.ts';
 
-/** Input of the admission check (allowlist and quotas), run once per call as a local activity. */
+/**
+ * Input of the admission check (allowlist and quotas), run once per call: as a local activity, or
+ * inside the execution activity on the lean readonly path (`RunToolRequest.admit`).
+ */
 export interface AdmitRequest {
   readonly callId: string;
   readonly tool: string;
@@ -34,6 +37,13 @@ export interface RunToolRequest {
   readonly context: CallContext;
   /** Set for an undo: run the named compensation with the original call's input and output. */
   readonly compensationOf?: { readonly output: unknown };
+  /**
+   * Admit the call (allowlist, then the admission gates) before running the tool, for a call the
+   * workflow did not admit itself (the lean readonly path). A refusal fails the attempt, not
+   * retryable, with type `ToolFailureType.denied` and `admission: true` in its details; a
+   * concurrency slot taken here is handed back when the attempt ends.
+   */
+  readonly admit?: boolean;
 }
 
 export interface RunToolResult {
@@ -88,4 +98,7 @@ export interface ToolFailureDetails {
   readonly effect?: CallEffect;
   readonly reason?: string;
   readonly attempt?: number;
+  /** Set when admission inside the activity refused the call: the tool never started. */
+  readonly admission?: boolean;
+  readonly retryAfterSeconds?: number;
 }

@@ -23,7 +23,22 @@ export interface ToolCallRequest {
   /** Computed by the caller; the workflow recomputes it and refuses a call where they differ. */
   readonly fingerprint: string;
   readonly replay?: ReplayInfo;
+  /**
+   * The gate protocol the workflow follows, pinned in the start event so a replay takes the same
+   * path. Absent (1): the first protocol, which every history recorded before version 2 follows.
+   * 2: the lean path, see `leanGatesProtocol`.
+   */
+  readonly protocol?: number;
 }
+
+/**
+ * Gate protocol 2, the lean path: the client indexes the tier at start, and a readonly call is
+ * admitted inside its execution activity rather than by a separate local activity, with its
+ * running state kept out of visibility. Same gates, same order, same outcomes; fewer commands.
+ * Versioned through the request instead of `patched()`, because a patch marker makes the SDK upsert
+ * the TemporalChangeVersion search attribute on every call: the very write this saves.
+ */
+export const leanGatesProtocol = 2;
 
 /** Derives a key for a request without one, from the caller's function. Never from a tool_use id. */
 export type KeyDeriver = (tool: string, input: unknown, context: CallContext) => string | undefined;
@@ -103,6 +118,7 @@ export function prepareCall(
   } catch {
     return refuse('INVALID_INPUT', 'The arguments must be plain JSON values.');
   }
+  const contract = options.catalog ? lookupTool(options.catalog, request.tool) : undefined;
   return {
     ok: true,
     callId: makeCallId({ tenant: context.tenant, tool: request.tool, key, unique: options.unique }),
@@ -115,6 +131,7 @@ export function prepareCall(
       context: { tenant: context.tenant, principal: context.principal, principalKind: context.principalKind },
       fingerprint,
       ...(options.replay ? { replay: options.replay } : {}),
+      protocol: leanGatesProtocol,
     },
     searchAttributes: [
       { key: searchAttributeKeys.toolName, value: request.tool.slice(0, 128) },
@@ -122,6 +139,8 @@ export function prepareCall(
       { key: searchAttributeKeys.principal, value: context.principal },
       { key: searchAttributeKeys.callStatus, value: 'pending' },
       { key: searchAttributeKeys.callEffect, value: 'none' },
+      // Indexed now so the workflow need not write it; the workflow corrects a missing or wrong one.
+      ...(contract ? [{ key: searchAttributeKeys.toolTier, value: contract.tier }] : []),
     ],
   };
 }

@@ -6,8 +6,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { bundleToolgateWorkflows } from '../../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
 
-const directory = fileURLToPath(new URL('../fixtures/histories/', import.meta.url));
-const requiredPaths = [
+const root = fileURLToPath(new URL('../fixtures/histories/', import.meta.url));
+const firstProtocolPaths = [
   'succeeded',
   'denied-not-allowed',
   'denied-invalid-input',
@@ -17,6 +17,17 @@ const requiredPaths = [
   'timeout',
   'cancelled',
 ];
+/**
+ * Every gate protocol keeps its histories: a worker must replay calls started under any protocol
+ * it still serves. Protocol 2 adds the readonly refusal that its execution activity now decides.
+ */
+const requiredPaths: Record<string, readonly string[]> = {
+  'protocol-1': firstProtocolPaths,
+  'protocol-2': [...firstProtocolPaths, 'readonly-denied-not-allowed'],
+};
+const fixtures = Object.entries(requiredPaths).flatMap(([protocol, names]) =>
+  names.map((name) => ({ protocol, name, id: `${protocol}/${name}` })),
+);
 
 describe('recorded histories replay against the current workflow code', () => {
   let code: string;
@@ -25,25 +36,28 @@ describe('recorded histories replay against the current workflow code', () => {
     code = (await bundleToolgateWorkflows()).code;
   }, 120_000);
 
-  it('has a fixture for every path through the gates', async () => {
-    const names = (await readdir(directory))
-      .filter((name) => name.endsWith('.json'))
-      .map((name) => name.replace(/\.json$/, ''));
-    expect(names.sort()).toEqual([...requiredPaths].sort());
+  it('has a fixture for every path through the gates, for every protocol', async () => {
+    expect((await readdir(root)).sort()).toEqual(Object.keys(requiredPaths).sort());
+    for (const [protocol, expected] of Object.entries(requiredPaths)) {
+      const names = (await readdir(`${root}${protocol}`))
+        .filter((name) => name.endsWith('.json'))
+        .map((name) => name.replace(/\.json$/, ''));
+      expect(names.sort()).toEqual([...expected].sort());
+    }
   });
 
   it('replays every fixture without a nondeterminism error', async () => {
     const histories = await Promise.all(
-      requiredPaths.map(async (name) => ({
-        workflowId: name,
-        history: historyFromJSON(JSON.parse(await readFile(`${directory}${name}.json`, 'utf8'))),
+      fixtures.map(async ({ protocol, name, id }) => ({
+        workflowId: id,
+        history: historyFromJSON(JSON.parse(await readFile(`${root}${protocol}/${name}.json`, 'utf8'))),
       })),
     );
     const results: Array<{ workflowId: string; error: unknown }> = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: { code } }, histories)) {
       results.push({ workflowId: result.workflowId, error: result.error });
     }
-    expect(results.map((result) => result.workflowId)).toEqual(requiredPaths);
+    expect(results.map((result) => result.workflowId)).toEqual(fixtures.map((fixture) => fixture.id));
     expect(
       results
         .filter((result) => result.error)

@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callFingerprint } from '../../src/contracts/fingerprint.ts';
+import { leanGatesProtocol } from '../../src/contracts/prepare-call.ts';
+import { searchAttributeKeys } from '../../src/contracts/search-attributes.ts';
+import type { ToolCallRequest } from '../../workflows/tool-call.ts';
+import { agent, createHarness, type Harness } from '../support/harness.ts';
+import { waitFor } from '../support/wait.ts';
+
+/**
+ * Gate protocol 2 (the lean path) admits a readonly call inside its execution activity. The
+ * outcomes must be those of protocol 1, which a worker keeps serving for calls started before it.
+ */
+describe('gate protocols', () => {
+  let harness: Harness;
+  // read_config is enabled for tenant acme only; beta may not use it.
+  const beta = { ...agent, tenant: 'beta' };
+  beforeAll(async () => {
+    harness = await createHarness({
+      policy: { allow: ['transfer_funds'], tenants: { acme: ['read_config'] } },
+    });
+  });
+  afterAll(async () => harness?.close());
+
+  const executions = async (callId: string) =>
+    (await harness.readLines(harness.tools.paths.executionsFile)).filter((line) => line['callId'] === callId);
+
+  const eventTypes = async (callId: string) =>
+    ((await harness.temporal.workflow.getHandle(callId).fetchHistory()).events ?? []).map((event) =>
+      Object.keys(event).find((field) => field.endsWith('EventAttributes')),
+    );
+
+  it('runs an allowed readonly call with no admission marker and one search-attribute write', async () => {
+    const record = await harness.client.call({ tool: 'read_config', input: { name: 'region' } }, agent);
+    expect(record).toMatchObject({ status: 'succeeded', effect: 'none', tier: 'readonly', attempts: 1 });
+    expect(record.transitions.map((transition) => transition.status)).toEqual([
+      'pending',
+      'running',
+      'succeeded',
+    ]);
+    const events = await eventTypes(record.callId);
+    expect(events).not.toContain('markerRecordedEventAttributes');
+    expect(events.filter((event) => event === 'upsertWorkflowSearchAttributesEventAttributes')).toHaveLength(
+      1,
+    );
+    // The tier was indexed at start by the client; the final status by the workflow.
+    const description = await waitFor(
+      async () => {
+        const described = await harness.temporal.workflow.getHandle(record.callId).describe();
+        return described.typedSearchAttributes.get(searchAttributeKeys.callStatus) === 'succeeded'
+          ? described
+          : undefined;
+      },
+      { what: 'CallStatus=succeeded in visibility' },
+    );
+    expect(description.typedSearchAttributes.get(searchAttributeKeys.toolTier)).toBe('readonly');
+  });
+
+  it('denies a readonly tool the tenant may not use, before the tool starts: pending to denied', async () => {
+    const record = await harness.client.call({ tool: 'read_config', input: { name: 'region' } }, beta);
+    expect(record).toMatchObject({ status: 'denied', reason: 'NOT_ALLOWED', effect: 'none' });
+    expect(record.message).toMatch(/not enabled for you/);
+    expect(record.transitions.map((transition) => transition.status)).toEqual(['pending', 'denied']);
+    expect(await executions(record.callId)).toHaveLength(0);
+  });
+
+  it('keeps the gate order: the allowlist answers before validation, also on the lean path', async () => {
+    const notAllowed = await harness.client.call({ tool: 'read_config', input: { name: 7 } }, beta);
+    expect(notAllowed).toMatchObject({ status: 'denied', reason: 'NOT_ALLOWED', effect: 'none' });
+    const invalid = await harness.client.call({ tool: 'read_config', input: { name: 7 } }, agent);
+    expect(invalid).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none' });
+    expect(invalid.message).toMatch(/name/);
+  });
+
+  it('corrects a wrong tier indexed at start: the index never trusts the caller', async () => {
+    const input = { name: 'region' };
+    const callId = `toolgate/acme/read_config/~${randomUUID()}`;
+    const request: ToolCallRequest = {
+      tool: 'read_config',
+      input,
+      context: agent,
+      fingerprint: callFingerprint('read_config', input),
+      protocol: leanGatesProtocol,
+    };
+    await harness.temporal.workflow.start('toolCall', {
+      workflowId: callId,
+      taskQueue: harness.taskQueue,
+      args: [request],
+      typedSearchAttributes: [{ key: searchAttributeKeys.toolTier, value: 'approval' }],
+    });
+    expect(await harness.client.result(callId)).toMatchObject({ status: 'succeeded', tier: 'readonly' });
+    const tier = await waitFor(
+      async () => {
+        const value = (
+          await harness.temporal.workflow.getHandle(callId).describe()
+        ).typedSearchAttributes.get(searchAttributeKeys.toolTier);
+        return value === 'readonly' ? value : undefined;
+      },
+      { what: 'ToolTier corrected to readonly' },
+    );
+    expect(tier).toBe('readonly');
+  });
+
+  it('still serves protocol 1: a request without a protocol is admitted by the local activity', async () => {
+    const run = async (context: typeof agent) => {
+      const input = { name: 'region' };
+      const callId = `toolgate/${context.tenant}/read_config/~${randomUUID()}`;
+      const request: ToolCallRequest = {
+        tool: 'read_config',
+        input,
+        context,
+        fingerprint: callFingerprint('read_config', input),
+      };
+      await harness.temporal.workflow.start('toolCall', {
+        workflowId: callId,
+        taskQueue: harness.taskQueue,
+        args: [request],
+      });
+      return harness.client.result(callId);
+    };
+    const allowed = await run(agent);
+    expect(allowed).toMatchObject({ status: 'succeeded', effect: 'none' });
+    const events = await eventTypes(allowed.callId);
+    expect(events).toContain('markerRecordedEventAttributes');
+    expect(events.filter((event) => event === 'upsertWorkflowSearchAttributesEventAttributes')).toHaveLength(
+      3,
+    );
+    const denied = await run(beta);
+    expect(denied).toMatchObject({ status: 'denied', reason: 'NOT_ALLOWED', effect: 'none' });
+    expect(denied.transitions.map((transition) => transition.status)).toEqual(['pending', 'denied']);
+    expect(await executions(denied.callId)).toHaveLength(0);
+  });
+});
