@@ -63,12 +63,13 @@ const { values: options } = parseArgs({
     repetitions: { type: 'string' },
     scale: { type: 'string' },
     'cpu-profile': { type: 'string' },
+    'waiting-cache': { type: 'string' },
   },
   strict: true,
 });
 
 /** Calls per block at each closed-loop level of a full run (before `--scale`). */
-const defaultOperations: Record<number, number> = { 1: 24, 4: 48, 16: 96, 64: 192 };
+const defaultOperations: Record<number, number> = { 1: 36, 4: 72, 16: 144, 64: 288 };
 
 function buildConfig(address: string, serverPid: number, dataDir: string): Omit<RunnerConfig, 'mode'> {
   const variants = options.variants
@@ -121,14 +122,14 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
     operationsPerBlock,
     warmupOperations: 20,
     openLoopRatePerSecond: Number(options['open-rate'] ?? 15),
-    openLoopDurationMs: 4_000,
+    openLoopDurationMs: 8_000,
     duplicateHoldMs: 300,
     workerTuning: tuning,
     waiting: {
       levels: waitingLevels ?? [1_000, 5_000, 10_000],
-      cacheSize: 500,
+      cacheSize: Number(options['waiting-cache'] ?? 100),
       resumeSamples: 20,
-      callOperations: 300,
+      callOperations: 600,
       callConcurrency: 4,
       startConcurrency: 64,
       approveConcurrency: 64,

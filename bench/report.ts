@@ -95,12 +95,12 @@ export function renderMarkdown(results: BenchResults): string {
 function renderWaiting(waiting: WaitingPhaseResult): string[] {
   const lines = [`## Waiting approval-tier calls (worker cache ${waiting.cacheSize} workflows)`, ''];
   lines.push(
-    '| waiting | seconds to start | worker RSS MiB | worker heap MiB | server RSS MiB |',
-    '|---|---|---|---|---|',
+    '| waiting | seconds to start | worker RSS MiB (after GC, every thread) | worker RSS MiB before GC | main-thread heap MiB | external MiB | server RSS MiB |',
+    '|---|---|---|---|---|---|---|',
   );
   for (const level of waiting.levels) {
     lines.push(
-      `| ${level.waiting} | ${level.secondsToStart} | ${level.workerRssMb} | ${level.workerHeapMb} | ${level.workerExternalMb ?? '–'} | ${level.serverRssMb} |`,
+      `| ${level.waiting} | ${level.secondsToStart} | ${level.workerRssMb}${level.collectedInWorkflowThread === false ? ' (workflow thread not collected)' : ''} | ${level.workerRssBeforeGcMb ?? '–'} | ${level.workerHeapMb} | ${level.workerExternalMb ?? '–'} | ${level.serverRssMb} |`,
     );
   }
   const row = (name: string, summary: WaitingPhaseResult['resumeCached']) =>
@@ -270,12 +270,14 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
   if (waiting && waiting.levels.length > 0) {
     const first = waiting.levels[0]!;
     const last = waiting.levels[waiting.levels.length - 1]!;
-    const growth = last.workerRssMb / first.workerRssMb;
+    // Flat: no later level holds more than 15% over the first (the cache is full from the first).
+    const growth = Math.max(...waiting.levels.map((level) => level.workerRssMb)) / first.workerRssMb;
     checks.push({
-      target: 'worker RSS flat once the cache is full (<= 1.15× from the first to the last level)',
+      target: 'worker RSS flat once the cache is full (every level <= 1.15× the first)',
       measured:
         waiting.levels.map((level) => `${level.waiting}: ${level.workerRssMb} MiB`).join(', ') +
-        ` (${growth.toFixed(2)}×)`,
+        ` after GC in every thread (${growth.toFixed(2)}×); before GC ` +
+        waiting.levels.map((level) => `${level.workerRssBeforeGcMb ?? '–'}`).join(' / '),
       holds: growth <= 1.15,
     });
     const loaded = waiting.callWhileWaiting.p99Ms / waiting.callUnloaded.p99Ms;

@@ -60,7 +60,12 @@ export interface LatencyPhaseResult {
 export interface WaitingLevel {
   readonly waiting: number;
   readonly secondsToStart: number;
+  /** After a full collection in the main thread and in the workflow thread: memory held. */
   readonly workerRssMb: number;
+  /** The same moment before those collections: held memory plus garbage not yet collected. */
+  readonly workerRssBeforeGcMb?: number;
+  /** Whether the workflow thread's collection ran (it needs the runner's --expose-gc). */
+  readonly collectedInWorkflowThread?: boolean;
   readonly workerHeapMb: number;
   /** Memory V8 tracks outside its heap (buffers); the rest of RSS is native (Rust core, code, malloc). */
   readonly workerExternalMb: number;

@@ -477,6 +477,18 @@ function collectGarbage(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
 
+/** A full collection in this thread and in the workflow thread (see `benchCollectGarbage`). */
+async function collectGarbageEverywhere(temporal: Client, taskQueue: string): Promise<boolean> {
+  collectGarbage();
+  const collected = (await temporal.workflow.execute('benchCollectGarbage', {
+    workflowId: `bench-gc-${randomUUID()}`,
+    taskQueue,
+  })) as boolean;
+  // V8 hands freed pages back to the system shortly after a collection.
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  return collected;
+}
+
 async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult> {
   const settings = config.waiting;
   const environment = await startEnvironment(config, {
@@ -532,12 +544,15 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
       const secondsToStart = round((performance.now() - startedAt) / 1000, 2);
       // Let the worker settle, then measure memory that is really held, not garbage.
       await new Promise((resolve) => setTimeout(resolve, 2_000));
-      collectGarbage();
+      const rssBeforeGc = process.memoryUsage().rss;
+      const collectedInWorkflowThread = await collectGarbageEverywhere(temporal, environment.taskQueue);
       const memory = process.memoryUsage();
       const entry: WaitingLevel = {
         waiting: level,
         secondsToStart,
         workerRssMb: round(memory.rss / 2 ** 20),
+        workerRssBeforeGcMb: round(rssBeforeGc / 2 ** 20),
+        collectedInWorkflowThread,
         workerHeapMb: round(memory.heapUsed / 2 ** 20),
         workerExternalMb: round(memory.external / 2 ** 20),
         serverRssMb: residentMegabytes(config.serverPid) ?? 0,

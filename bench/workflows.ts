@@ -23,3 +23,16 @@ const bare = proxyActivities<BareActivities>({
 export async function bareCall(input: { item: string; holdMs: number }): Promise<unknown> {
   return await bare.benchTool(input);
 }
+
+/**
+ * A measuring instrument for the waiting phase, not a toolgate workflow: runs a full garbage
+ * collection of the workflow thread's V8 isolate (the runner starts with --expose-gc, which gives
+ * every context a \`gc\` function), so the bench reads the memory that cached workflows really hold
+ * rather than garbage that V8 has not collected yet. Returns whether a collection ran.
+ */
+export async function benchCollectGarbage(): Promise<boolean> {
+  const collect = (globalThis as { gc?: () => void }).gc;
+  if (!collect) return false;
+  collect();
+  return true;
+}
