@@ -426,6 +426,7 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
               // Refused by admission inside the activity: the tool never started, so the record
               // goes from pending to denied as it would have with admission in the workflow.
               if (record.transitions.at(-1)?.status === 'running') record.transitions.pop();
+              record.attempts = 0;
               if (details.retryAfterSeconds !== undefined)
                 record.retryAfterSeconds = details.retryAfterSeconds;
             }

@@ -58,7 +58,8 @@ describe('gate protocols', () => {
 
   it('denies a readonly tool the tenant may not use, before the tool starts: pending to denied', async () => {
     const record = await harness.client.call({ tool: 'read_config', input: { name: 'region' } }, beta);
-    expect(record).toMatchObject({ status: 'denied', reason: 'NOT_ALLOWED', effect: 'none' });
+    // Nothing ran: no attempt is counted, as when the workflow itself refuses.
+    expect(record).toMatchObject({ status: 'denied', reason: 'NOT_ALLOWED', effect: 'none', attempts: 0 });
     expect(record.message).toMatch(/not enabled for you/);
     expect(record.transitions.map((transition) => transition.status)).toEqual(['pending', 'denied']);
     expect(await executions(record.callId)).toHaveLength(0);
