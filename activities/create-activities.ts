@@ -119,16 +119,23 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
     async runTool(request) {
       const context = Context.current();
       const attempt = context.info.attempt;
-      // Admission belongs to the call, not the attempt: a retry of an admitted call is not admitted
-      // again, as when the workflow admits it once. The first attempt holds the concurrency slot.
-      if (!request.admit || attempt > 1) return await execute(request, context, attempt);
+      if (!request.admit) return await execute(request, context, attempt);
       const admitRequest = {
         callId: request.callId,
         tool: request.tool,
         tier: request.tier,
         context: request.context,
       };
-      const decision = admit(admitRequest);
+      // The first attempt runs the whole admission and holds the concurrency slot. A retry checks
+      // the allowlist again (deny by default must hold even if the first attempt died before its
+      // check ran), but not the load gates: admission belongs to the call, as when the workflow
+      // admits it once.
+      const decision: AdmitDecision =
+        attempt === 1
+          ? admit(admitRequest)
+          : isToolAllowed(options.policy, request.tool, request.context.tenant)
+            ? { allowed: true }
+            : { allowed: false, reason: 'NOT_ALLOWED', message: notAllowedMessage };
       if (!decision.allowed) {
         const message = decision.message ?? notAllowedMessage;
         throw failure(

@@ -423,10 +423,14 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
         switch (failure.type) {
           case ToolFailureType.denied:
             if (details?.admission) {
-              // Refused by admission inside the activity: the tool never started, so the record
-              // goes from pending to denied as it would have with admission in the workflow.
-              if (record.transitions.at(-1)?.status === 'running') record.transitions.pop();
-              record.attempts = 0;
+              // Refused by admission inside the activity, before this attempt's tool started. On the
+              // first attempt nothing ran: the record goes from pending to denied, as it would have
+              // with admission in the workflow. A retry refused (the policy changed) keeps the
+              // attempts that did run.
+              record.attempts = Math.max(0, (details.attempt ?? 1) - 1);
+              if (record.attempts === 0 && record.transitions.at(-1)?.status === 'running') {
+                record.transitions.pop();
+              }
               if (details.retryAfterSeconds !== undefined)
                 record.retryAfterSeconds = details.retryAfterSeconds;
             }

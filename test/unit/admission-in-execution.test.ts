@@ -115,11 +115,24 @@ describe('admission inside the execution activity', () => {
     expect(gate.ledger.running('tool:read_config')).toBe(0);
   });
 
-  it('does not admit a retry again: admission belongs to the call, as on the workflow path', async () => {
+  it('checks the allowlist again on a retry, but not the load gates: admission belongs to the call', async () => {
     const { tool, runs } = countingReadConfig();
-    // The policy changed after the first attempt was admitted.
-    const activities = activitiesFor(tool, []);
+    // The only slot is taken: a first attempt would be refused, a retry of an admitted call is not.
+    const gate = createQuotaGate({ perTool: { read_config: { maxConcurrent: 1 } } });
+    gate.ledger.admit({ callId: 'other', tool: 'read_config', tenant: 'acme' });
+    const activities = activitiesFor(tool, ['read_config'], [gate]);
     await expect(environment(2).run(activities.runTool, request('call-r'))).resolves.toMatchObject({
+      attempt: 2,
+    });
+    expect(runs.started).toBe(1);
+    // Deny by default holds on every attempt, even if the first one died before its check ran.
+    const unlisted = activitiesFor(tool, []);
+    const refused = await environment(2)
+      .run(unlisted.runTool, request('call-s'))
+      .catch((caught: unknown) => caught as ApplicationFailure);
+    expect((refused as ApplicationFailure).details?.[0]).toMatchObject({
+      reason: 'NOT_ALLOWED',
+      admission: true,
       attempt: 2,
     });
     expect(runs.started).toBe(1);
