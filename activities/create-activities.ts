@@ -72,8 +72,11 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
   const gates = options.admissionGates ?? [];
   const logger = (): OperatorLogger => options.logger ?? Context.current().log;
 
-  /** The allowlist, then every admission gate in order. Synchronous: nothing here waits. */
-  function admit(request: AdmitRequest): AdmitDecision {
+  /**
+   * The allowlist, then every admission gate in order (`loadGates: false` checks the allowlist
+   * only). Synchronous: nothing here waits.
+   */
+  function admit(request: AdmitRequest, { loadGates = true } = {}): AdmitDecision {
     if (!isToolAllowed(options.policy, request.tool, request.context.tenant)) {
       return {
         allowed: false,
@@ -82,7 +85,7 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
       };
     }
     let holdsSlot = false;
-    for (const gate of gates) {
+    for (const gate of loadGates ? gates : []) {
       const decision = gate.admit(request);
       if (decision && !decision.allowed) {
         // Hand back what earlier gates took, so a refusal leaves nothing held.
@@ -130,12 +133,7 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
       // the allowlist again (deny by default must hold even if the first attempt died before its
       // check ran), but not the load gates: admission belongs to the call, as when the workflow
       // admits it once.
-      const decision: AdmitDecision =
-        attempt === 1
-          ? admit(admitRequest)
-          : isToolAllowed(options.policy, request.tool, request.context.tenant)
-            ? { allowed: true }
-            : { allowed: false, reason: 'NOT_ALLOWED', message: notAllowedMessage };
+      const decision = admit(admitRequest, { loadGates: attempt === 1 });
       if (!decision.allowed) {
         const message = decision.message ?? notAllowedMessage;
         throw failure(

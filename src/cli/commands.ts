@@ -217,10 +217,10 @@ export function addClientCommands(program: Command): void {
   )
     .addHelpText(
       'after',
-      examples([
+      `${examples([
         'toolgate get toolgate/default/read_config/~3f2a…',
         'toolgate get <id> --json | jq .transitions',
-      ]) + '\nExit codes: 0 found, 5 no such call, 6 unreachable.\n',
+      ])}\nExit codes: 0 found, 5 no such call, 6 unreachable.\n`,
     )
     .action(async (id: string, flags: CommonFlags & { run?: string }) =>
       runWithSession(flags, {}, async ({ operations }) => {
@@ -244,11 +244,11 @@ export function addClientCommands(program: Command): void {
   )
     .addHelpText(
       'after',
-      examples([
+      `${examples([
         'toolgate list --status awaiting_approval',
         'toolgate list --status failed,timeout --tool read_config --since 1h',
         'toolgate list --tenant acme --effect unknown --limit 20 --json',
-      ]) + '\nNewest first; one row per run. Visibility lags writes by about a second.\n',
+      ])}\nNewest first; one row per run. Visibility lags writes by about a second.\n`,
     )
     .action(async (flags: CommonFlags & FilterFlags) =>
       runWithSession(flags, {}, async ({ operations }) => {

@@ -4,6 +4,7 @@ import { loadOrCreateApproverDirectory } from '../inbox/approver-tokens.ts';
 import { startInbox } from '../inbox/inbox-app.ts';
 import { addClientCommands, withConnectionOptions } from './commands.ts';
 import {
+  type ConnectionFlags,
   openSession,
   removeEndpointFile,
   resolveDataDir,
@@ -99,34 +100,26 @@ export function buildProgram(): Command {
       'after',
       '\nExamples:\n  $ toolgate worker                     # joins the server of ./.toolgate/endpoint.json\n  $ TEMPORAL_ADDRESS=temporal:7233 toolgate worker --task-queue toolgate\n\nMore workers on the same task queue share the calls.\n',
     )
-    .action(
-      async (options: {
-        address?: string;
-        namespace?: string;
-        taskQueue?: string;
-        dataDir?: string;
-        json?: boolean;
-      }) => {
-        const endpoint = await resolveEndpoint(options);
-        const embedded = await startEmbedded({
-          dataDir: endpoint.dataDir,
-          taskQueue: endpoint.taskQueue,
-          // An explicit address means: join it, start no server.
-          env: { ...process.env, TEMPORAL_ADDRESS: endpoint.address, TEMPORAL_NAMESPACE: endpoint.namespace },
-        });
-        const summary = {
-          address: embedded.address,
-          namespace: embedded.namespace,
-          taskQueue: endpoint.taskQueue,
-        };
-        process.stdout.write(
-          options.json
-            ? `${JSON.stringify(summary)}\n`
-            : `toolgate worker polling ${summary.taskQueue} at ${summary.address} (namespace ${summary.namespace}). Ctrl-C stops it.\n`,
-        );
-        await waitForStopSignal(embedded.stop, embedded.running);
-      },
-    );
+    .action(async (options: ConnectionFlags & { json?: boolean }) => {
+      const endpoint = await resolveEndpoint(options);
+      const embedded = await startEmbedded({
+        dataDir: endpoint.dataDir,
+        taskQueue: endpoint.taskQueue,
+        // An explicit address means: join it, start no server.
+        env: { ...process.env, TEMPORAL_ADDRESS: endpoint.address, TEMPORAL_NAMESPACE: endpoint.namespace },
+      });
+      const summary = {
+        address: embedded.address,
+        namespace: embedded.namespace,
+        taskQueue: endpoint.taskQueue,
+      };
+      process.stdout.write(
+        options.json
+          ? `${JSON.stringify(summary)}\n`
+          : `toolgate worker polling ${summary.taskQueue} at ${summary.address} (namespace ${summary.namespace}). Ctrl-C stops it.\n`,
+      );
+      await waitForStopSignal(embedded.stop, embedded.running);
+    });
 
   addClientCommands(program);
 
@@ -145,51 +138,41 @@ export function buildProgram(): Command {
       'after',
       '\nExamples:\n  $ toolgate inbox\n  $ toolgate inbox --port 9000 --data-dir /var/lib/toolgate\n\nApprovers sign in with a token from <data-dir>/approvers.json; on first run one is created for alice and printed once.\n',
     )
-    .action(
-      async (options: {
-        host: string;
-        port: string;
-        address?: string;
-        namespace?: string;
-        taskQueue?: string;
-        dataDir?: string;
-        json?: boolean;
-      }) => {
-        // The session's client carries the approval signer: the inbox signs as the signed-in approver.
-        const session = await openSession(options, { signer: true });
-        const { directory, created } = await loadOrCreateApproverDirectory(session.endpoint.dataDir);
-        const inbox = await startInbox({
-          operations: session.operations,
-          approvers: directory,
-          host: options.host,
-          port: Number(options.port),
-        });
-        if (options.json) {
-          process.stdout.write(
-            `${JSON.stringify({ url: inbox.url, approversFile: directory.file, ...(created ? { created } : {}) })}\n`,
-          );
-        } else {
-          process.stdout.write(
-            [
-              `Approvals inbox: ${inbox.url}`,
-              `  Approver tokens: ${directory.file}`,
-              ...(created
-                ? [`  Created an approver for ${created.name}; sign in with token ${created.token}`]
-                : []),
-              '  Press Ctrl-C to stop.',
-              '',
-            ].join('\n'),
-          );
-        }
-        await waitForStopSignal(
-          async () => {
-            await inbox.close();
-            await session.close();
-          },
-          new Promise<void>(() => undefined),
+    .action(async (options: ConnectionFlags & { host: string; port: string; json?: boolean }) => {
+      // The session's client carries the approval signer: the inbox signs as the signed-in approver.
+      const session = await openSession(options, { signer: true });
+      const { directory, created } = await loadOrCreateApproverDirectory(session.endpoint.dataDir);
+      const inbox = await startInbox({
+        operations: session.operations,
+        approvers: directory,
+        host: options.host,
+        port: Number(options.port),
+      });
+      if (options.json) {
+        process.stdout.write(
+          `${JSON.stringify({ url: inbox.url, approversFile: directory.file, ...(created ? { created } : {}) })}\n`,
         );
-      },
-    );
+      } else {
+        process.stdout.write(
+          [
+            `Approvals inbox: ${inbox.url}`,
+            `  Approver tokens: ${directory.file}`,
+            ...(created
+              ? [`  Created an approver for ${created.name}; sign in with token ${created.token}`]
+              : []),
+            '  Press Ctrl-C to stop.',
+            '',
+          ].join('\n'),
+        );
+      }
+      await waitForStopSignal(
+        async () => {
+          await inbox.close();
+          await session.close();
+        },
+        new Promise<void>(() => undefined),
+      );
+    });
 
   return program;
 }
