@@ -209,8 +209,10 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       const admitInExecution = lean && tool.tier === 'readonly';
       if (!admitInExecution) await admit();
 
-      // Gate 3: validation (the size was checked in gate 1).
-      const parsed = tool.input.safeParse(request.input);
+      // Gate 3: validation (the size was checked in gate 1). A schema that throws (a refinement
+      // with a bug, or a write to zod's shared state) denies the call instead of failing the
+      // workflow task, which would hold the call open until a new worker version shipped.
+      const parsed = safeValidate(tool, request.input);
       if (!parsed.success) {
         // The allowlist answers first: a tool this caller may not use is NOT_ALLOWED, whatever its arguments.
         if (!admission) await admit();
@@ -473,6 +475,29 @@ export function keyIsReleased(record: CallRecord, tier: SideEffectTier | undefin
   if (record.status === 'succeeded') return false;
   if (record.effect === 'none') return true;
   return tier !== undefined && tierIsRetrySafe(tier);
+}
+
+type Validation =
+  | { success: true; data: unknown }
+  | { success: false; error: { issues: ReadonlyArray<{ path: PropertyKey[]; message: string }> } };
+
+function safeValidate(tool: ToolContract, input: unknown): Validation {
+  try {
+    return tool.input.safeParse(input) as Validation;
+  } catch (error) {
+    const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    return {
+      success: false,
+      error: {
+        issues: [
+          {
+            path: [],
+            message: `the tool's schema threw while checking them (${reason.slice(0, 200)}); tell the tool's owner`,
+          },
+        ],
+      },
+    };
+  }
 }
 
 function summarizeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
