@@ -48,34 +48,138 @@ export interface BenchResults {
 const benchDirectory = fileURLToPath(new URL('.', import.meta.url));
 const runnerPath = join(benchDirectory, 'runner.ts');
 
-const { values: options } = parseArgs({
-  options: {
-    quick: { type: 'boolean', default: false },
-    phase: { type: 'string', default: 'all' },
-    variants: { type: 'string' },
-    'sqlite-pragma': { type: 'string', multiple: true, default: ['journal_mode=wal', 'synchronous=off'] },
-    'dynamic-config': { type: 'string', multiple: true, default: [] },
-    'worker-tuning': { type: 'string', default: '{}' },
-    'open-rate': { type: 'string' },
-    'waiting-levels': { type: 'string' },
-    'output-name': { type: 'string' },
-    concurrency: { type: 'string' },
-    repetitions: { type: 'string' },
-    scale: { type: 'string' },
-    'cpu-profile': { type: 'string' },
-    'waiting-cache': { type: 'string' },
-  },
-  strict: true,
-});
+const usage = `npm run bench [-- options]: toolgate against bare Temporal, side by side, in one run
+
+Starts its own Temporal dev server (throwaway SQLite file, free loopback ports), runs every variant
+interleaved in blocks, and writes bench/results/<name>.json, .md (ratios against B) and .svg.
+Speed never fails the run; the exit code is 1 when any call of any variant failed, 2 for bad options.
+
+  --quick                    smoke mode (< 1 min): small counts, asserts only that every variant completed
+  --phase all|latency|waiting
+                             run one phase only (default all)
+  --variants B,C,C-fast      a subset of: ${variantNames.join(', ')}
+  --concurrency 4,16         closed-loop caller counts (default 1,4,16,64)
+  --repetitions 3            repetitions of the latency phase
+  --scale 2                  multiply the calls per block (36/72/144/288 at 1/4/16/64 callers)
+  --open-rate 15             arrivals per second of the open-loop condition
+  --waiting-levels 1000,5000,10000
+                             waiting approval-tier calls in the scale phase
+  --waiting-cache 100        the worker's workflow cache size in the scale phase
+  --sqlite-pragma k=v        repeatable; replaces the default journal_mode=wal, synchronous=off
+  --dynamic-config k=v       repeatable; extra dynamic config for the dev server
+  --worker-tuning JSON       worker options, e.g. '{"maxCachedWorkflows":200}'
+  --output-name NAME         result file names under bench/results/ (default latest, or quick)
+  --cpu-profile DIR          write a .cpuprofile per runner thread (open in Chrome DevTools)
+  --help                     this text
+
+Examples:
+  npm run bench                                   full run, about 20 minutes on 2 cores
+  npm run bench -- --quick                        what .ci/run does
+  npm run bench -- --phase latency --variants B,C --concurrency 16 --output-name try1
+How to read the output: README "Benchmarks: how to read them", and docs/benchmarks.md.
+`;
+
+/** A bad option: the message says what was wrong and what to type instead. */
+class UsageError extends Error {}
+
+function parseOptions() {
+  try {
+    return parseArgs({
+      options: {
+        help: { type: 'boolean', short: 'h', default: false },
+        quick: { type: 'boolean', default: false },
+        phase: { type: 'string', default: 'all' },
+        variants: { type: 'string' },
+        'sqlite-pragma': { type: 'string', multiple: true, default: ['journal_mode=wal', 'synchronous=off'] },
+        'dynamic-config': { type: 'string', multiple: true, default: [] },
+        'worker-tuning': { type: 'string', default: '{}' },
+        'open-rate': { type: 'string' },
+        'waiting-levels': { type: 'string' },
+        'output-name': { type: 'string' },
+        concurrency: { type: 'string' },
+        repetitions: { type: 'string' },
+        scale: { type: 'string' },
+        'cpu-profile': { type: 'string' },
+        'waiting-cache': { type: 'string' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }).values;
+  } catch (error) {
+    throw new UsageError(`${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+function positiveNumber(name: string, text: string | undefined, options: { integer?: boolean } = {}) {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0 || (options.integer && !Number.isInteger(value))) {
+    throw new UsageError(
+      `--${name} ${JSON.stringify(text)} is not a positive ${options.integer ? 'whole ' : ''}number`,
+    );
+  }
+  return value;
+}
+
+function positiveList(name: string, text: string | undefined): number[] | undefined {
+  return text?.split(',').map((part) => positiveNumber(name, part.trim(), { integer: true }) as number);
+}
+
+function checkOptions(values: ReturnType<typeof parseOptions>): void {
+  if (!['all', 'latency', 'waiting'].includes(values.phase ?? 'all')) {
+    throw new UsageError(`--phase ${JSON.stringify(values.phase)}: use all, latency or waiting`);
+  }
+  for (const name of values.variants?.split(',') ?? []) {
+    if (!(variantNames as readonly string[]).includes(name.trim())) {
+      throw new UsageError(
+        `--variants: there is no variant ${JSON.stringify(name)}; the variants are ${variantNames.join(', ')}`,
+      );
+    }
+  }
+  positiveList('concurrency', values.concurrency);
+  positiveList('waiting-levels', values['waiting-levels']);
+  positiveNumber('repetitions', values.repetitions, { integer: true });
+  positiveNumber('waiting-cache', values['waiting-cache'], { integer: true });
+  positiveNumber('scale', values.scale);
+  positiveNumber('open-rate', values['open-rate']);
+  let tuning: unknown;
+  try {
+    tuning = JSON.parse(values['worker-tuning'] ?? '{}');
+  } catch {
+    throw new UsageError(`--worker-tuning is not JSON; write an object, e.g. '{"maxCachedWorkflows":200}'`);
+  }
+  if (typeof tuning !== 'object' || tuning === null || Array.isArray(tuning)) {
+    throw new UsageError(`--worker-tuning must be a JSON object, e.g. '{"maxCachedWorkflows":200}'`);
+  }
+  const name = values['output-name'];
+  if (name !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(name)) {
+    throw new UsageError(`--output-name ${JSON.stringify(name)}: use 1-64 letters, digits, _ or -`);
+  }
+  for (const pair of [...(values['sqlite-pragma'] ?? []), ...(values['dynamic-config'] ?? [])]) {
+    if (!/^[^=\s]+=\S+$/.test(pair)) throw new UsageError(`${JSON.stringify(pair)} is not key=value`);
+  }
+}
+
+let options: ReturnType<typeof parseOptions>;
+try {
+  options = parseOptions();
+  if (options.help) {
+    process.stdout.write(usage);
+    process.exit(0);
+  }
+  checkOptions(options);
+} catch (error) {
+  if (!(error instanceof UsageError)) throw error;
+  process.stderr.write(`bench: ${error.message}\nRun \`npm run bench -- --help\` for the options.\n`);
+  process.exit(2);
+}
 
 /** Calls per block at each closed-loop level of a full run (before `--scale`). */
 const defaultOperations: Record<number, number> = { 1: 36, 4: 72, 16: 144, 64: 288 };
 
 function buildConfig(address: string, serverPid: number, dataDir: string): Omit<RunnerConfig, 'mode'> {
   const variants = options.variants
-    ? (options.variants
-        .split(',')
-        .filter((name) => (variantNames as readonly string[]).includes(name)) as VariantName[])
+    ? (options.variants.split(',').map((name) => name.trim()) as VariantName[])
     : [...variantNames];
   const tuning = JSON.parse(options['worker-tuning'] ?? '{}') as Record<string, unknown>;
   const waitingLevels = options['waiting-levels']?.split(',').map(Number);

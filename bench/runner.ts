@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/create-activities.ts';
 import {
   createApprovalSigner,
@@ -84,6 +84,7 @@ export type RunnerMessage =
 
 const agent: CallContext = { tenant: 'bench', principal: 'bench-agent', principalKind: 'agent' };
 const workflowsPath = fileURLToPath(new URL('./workflows.ts', import.meta.url));
+const bareWorkflowsPath = fileURLToPath(new URL('./bare-workflows.ts', import.meta.url));
 
 function send(message: RunnerMessage): Promise<void> {
   return new Promise((resolve) => {
@@ -106,13 +107,19 @@ interface Environment {
   readonly worker: Worker;
   readonly running: Promise<void>;
   readonly taskQueue: string;
+  /** Variant B's own worker: a plain Temporal worker with only B's workflow in its bundle. */
+  readonly bare?: { readonly worker: Worker; readonly running: Promise<void>; readonly taskQueue: string };
   readonly toolgate: ToolgateClient;
   readonly eagerToolgate: ToolgateClient;
   readonly signer: ReturnType<typeof createApprovalSigner>;
   readonly counter: ExecutionCounter;
 }
 
-async function startEnvironment(config: RunnerConfig, tuning: Record<string, unknown>): Promise<Environment> {
+async function startEnvironment(
+  config: RunnerConfig,
+  tuning: Record<string, unknown>,
+  options: { bare: boolean },
+): Promise<Environment> {
   installRuntimeLogging();
   const connection = await NativeConnection.connect({ address: config.address });
   const temporal = new Client({ connection });
@@ -124,19 +131,28 @@ async function startEnvironment(config: RunnerConfig, tuning: Record<string, unk
     policy: benchAllowlist,
     approvalPublicKeys: [keys.publicKey],
   });
-  const activities = {
-    ...toolgateActivities,
-    benchTool: (input: { item: string; holdMs: number }) => benchToolBody(input, counter),
-  };
   const taskQueue = `bench-${randomUUID()}`;
   const worker = await createWorker({
     connection,
     taskQueue,
-    activities,
+    activities: toolgateActivities,
     workflowsPath,
     tuning: tuning as never,
   });
   const running = worker.run();
+  let bare: Environment['bare'];
+  if (options.bare) {
+    // Same connection, slots and cache as toolgate's worker; nothing else of toolgate's.
+    const bareTaskQueue = `bench-bare-${randomUUID()}`;
+    const bareWorker = await Worker.create({
+      connection,
+      taskQueue: bareTaskQueue,
+      workflowsPath: bareWorkflowsPath,
+      activities: { benchTool: (input: { item: string; holdMs: number }) => benchToolBody(input, counter) },
+      ...tuning,
+    });
+    bare = { worker: bareWorker, running: bareWorker.run(), taskQueue: bareTaskQueue };
+  }
   const common = { client: temporal, taskQueue, catalog: benchCatalog, signer };
   return {
     connection,
@@ -144,6 +160,7 @@ async function startEnvironment(config: RunnerConfig, tuning: Record<string, unk
     worker,
     running,
     taskQueue,
+    ...(bare ? { bare } : {}),
     toolgate: new ToolgateClient(common),
     eagerToolgate: new ToolgateClient({ ...common, eagerStart: true }),
     signer,
@@ -153,7 +170,8 @@ async function startEnvironment(config: RunnerConfig, tuning: Record<string, unk
 
 async function stopEnvironment(environment: Environment): Promise<void> {
   environment.worker.shutdown();
-  await environment.running;
+  environment.bare?.worker.shutdown();
+  await Promise.all([environment.running, environment.bare?.running]);
   await environment.connection.close();
 }
 
@@ -167,7 +185,11 @@ function expectSucceeded(record: { status: string; reason?: string }, variant: s
 
 /** The operation each variant times. */
 function variantOperations(environment: Environment, duplicateKey: string, duplicateHoldMs: number) {
-  const { temporal, taskQueue, toolgate, eagerToolgate, counter } = environment;
+  const { temporal, toolgate, eagerToolgate, counter } = environment;
+  const bareQueue = () => {
+    if (!environment.bare) throw new Error('variant B needs the bare worker (latency phase only)');
+    return environment.bare.taskQueue;
+  };
   const operations: Record<VariantName, Operation> = {
     A: async (sequence) => {
       await callInProcess('bench_read', readInput(sequence), agent, counter);
@@ -175,14 +197,18 @@ function variantOperations(environment: Environment, duplicateKey: string, dupli
     },
     B: async (sequence) => {
       const workflowId = `bare-${randomUUID()}`;
-      await temporal.workflow.execute('bareCall', { workflowId, taskQueue, args: [readInput(sequence)] });
+      await temporal.workflow.execute('bareCall', {
+        workflowId,
+        taskQueue: bareQueue(),
+        args: [readInput(sequence)],
+      });
       return { workflowId };
     },
     'B-E': async (sequence) => {
       const workflowId = `bare-eager-${randomUUID()}`;
       const handle = await temporal.workflow.start('bareCall', {
         workflowId,
-        taskQueue,
+        taskQueue: bareQueue(),
         args: [readInput(sequence)],
         requestEagerStart: true,
       });
@@ -314,7 +340,7 @@ function round(value: number, digits = 1): number {
 }
 
 async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult> {
-  const environment = await startEnvironment(config, config.workerTuning);
+  const environment = await startEnvironment(config, config.workerTuning, { bare: true });
   try {
     const { toolgate, temporal, counter } = environment;
     progress(`worker ready on ${environment.taskQueue}`);
@@ -491,10 +517,11 @@ async function collectGarbageEverywhere(temporal: Client, taskQueue: string): Pr
 
 async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult> {
   const settings = config.waiting;
-  const environment = await startEnvironment(config, {
-    ...config.workerTuning,
-    maxCachedWorkflows: settings.cacheSize,
-  });
+  const environment = await startEnvironment(
+    config,
+    { ...config.workerTuning, maxCachedWorkflows: settings.cacheSize },
+    { bare: false },
+  );
   try {
     const { toolgate, temporal, signer } = environment;
     const operations = variantOperations(environment, 'unused', 0);

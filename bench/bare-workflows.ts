@@ -1,0 +1,21 @@
+/**
+ * Variant B's workflows module: bare Temporal, nothing of toolgate's in its bundle. B runs on its
+ * own worker so that its workflows do not evaluate toolgate's modules (the catalog, zod schemas)
+ * that a bare Temporal application would not have.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+
+/** The activity variant B calls: the same tool body as bench_read, with no gates around it. */
+export interface BareActivities {
+  benchTool(input: { item: string; holdMs: number }): Promise<unknown>;
+}
+
+const bare = proxyActivities<BareActivities>({
+  startToCloseTimeout: '15 seconds',
+  retry: { maximumAttempts: 3, initialInterval: '100 milliseconds' },
+});
+
+/** Variant B (and B-E): bare Temporal, one workflow running one regular activity. */
+export async function bareCall(input: { item: string; holdMs: number }): Promise<unknown> {
+  return await bare.benchTool(input);
+}
