@@ -404,6 +404,17 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
       return accumulator;
     };
 
+    /** Each variant's p50 in its latest block of a condition, for the progress line. */
+    const blockSummary = (names: readonly VariantName[], condition: string) =>
+      names
+        .map((name) => {
+          const latest = accumulators.get(`${name}|${condition}`)?.repetitions.at(-1);
+          return latest
+            ? `${name} ${latest.p50Ms < 1 ? latest.p50Ms.toFixed(3) : Math.round(latest.p50Ms)} ms`
+            : undefined;
+        })
+        .filter((part) => part !== undefined)
+        .join(', ');
     let duplicateExecutions = 0;
     let duplicateCalls = 0;
     let blockIndex = 0;
@@ -427,6 +438,9 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
         for (const variant of order) {
           await measure(variant, condition, () => runClosedLoop(operations[variant], concurrency, count));
         }
+        progress(
+          `repetition ${repetition + 1}/${config.repetitions}, ${concurrency} caller${concurrency === 1 ? '' : 's'}, p50: ${blockSummary(variants, condition)}`,
+        );
       }
       if (config.openLoopDurationMs > 0) {
         for (const variant of rotate(variants, blockIndex++)) {
@@ -435,7 +449,9 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
           );
         }
       }
-      progress(`repetition ${repetition + 1}/${config.repetitions} done`);
+      progress(
+        `repetition ${repetition + 1}/${config.repetitions} done (open loop p50: ${blockSummary(variants, 'open')})`,
+      );
     }
 
     const duplicateAfter = await historyShape(temporal, original.callId);
@@ -566,6 +582,7 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
       const references = Array.from({ length: level - waiting.length }, () => randomUUID());
       await forEachLimited(references, settings.startConcurrency, async (reference) => {
         waiting.push(await startWaiting(reference));
+        if (waiting.length % 1000 === 0) progress(`started ${waiting.length}/${level} waiting calls`);
       });
       await waitForAwaiting(level);
       const secondsToStart = round((performance.now() - startedAt) / 1000, 2);
@@ -636,12 +653,17 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
     let approvalErrors = 0;
     let firstError: string | undefined;
     const approveStartedAt = performance.now();
+    let approved = 0;
     await forEachLimited(waiting, settings.approveConcurrency, async (call) => {
       try {
         await approve(call);
       } catch (error) {
         approvalErrors++;
         firstError ??= error instanceof Error ? error.message : String(error);
+      }
+      if (++approved % 1000 === 0) {
+        const seconds = (performance.now() - approveStartedAt) / 1000;
+        progress(`approved ${approved}/${waiting.length} (${Math.round(approved / seconds)}/s)`);
       }
     });
     const secondsToApproveAll = round((performance.now() - approveStartedAt) / 1000, 2);

@@ -485,14 +485,19 @@ function safeValidate(tool: ToolContract, input: unknown): Validation {
   try {
     return tool.input.safeParse(input) as Validation;
   } catch (error) {
-    const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    // The model reads only the error's kind; the operator log has its message.
+    const kind = error instanceof Error ? error.name.slice(0, 64) : typeof error;
+    log.error('the tool schema threw while validating arguments', {
+      tool: tool.name,
+      error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+    });
     return {
       success: false,
       error: {
         issues: [
           {
             path: [],
-            message: `the tool's schema threw while checking them (${reason.slice(0, 200)}); tell the tool's owner`,
+            message: `the tool's schema failed while checking them (${kind}); tell the tool's owner`,
           },
         ],
       },

@@ -3,9 +3,14 @@ import {
   type Client,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
+  type WorkflowHandle,
   WorkflowNotFoundError,
 } from '@temporalio/client';
 import { ApplicationFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
+import {
+  decodeFromPayloadsAtIndex,
+  decodeMapFromPayloads,
+} from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { decisionSignal, recordQuery } from '../../workflows/messages.ts';
 import { releasedFailureType } from '../../workflows/tool-call.ts';
 import type { DecisionClaims, SignedDecision } from '../contracts/approval.ts';
@@ -147,6 +152,11 @@ export class ToolgateClient {
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
       // The key's call is closed and keeps its key: same arguments get the stored record.
+      const closed = await this.#readClosedCall(id);
+      if (closed) {
+        if (closed.fingerprint !== fingerprint) return refuse('KEY_MISMATCH', keyMismatchMessage(id));
+        return { callId: id, runId: closed.runId, disposition: 'existing', record: closed.record };
+      }
       const existing = this.temporal.workflow.getHandle(id);
       const description = await existing.describe();
       if (description.memo?.['fingerprint'] !== fingerprint) {
@@ -172,6 +182,32 @@ export class ToolgateClient {
       disposition: description.memo?.['startNonce'] === startNonce ? 'started' : 'attached',
       eagerlyStarted: handle.eagerlyStarted,
     };
+  }
+
+  /**
+   * A completed call's fingerprint and record, from one read of its history (the memo is in the
+   * start event, the record in the close event): a duplicate of a closed call costs the refused
+   * start and this read. Undefined when the history is not that of a completed call (deleted after
+   * the retention, or not a toolgate call); the caller then asks the slower way.
+   */
+  async #readClosedCall(
+    callId: string,
+  ): Promise<{ runId: string; fingerprint: unknown; record: CallRecord } | undefined> {
+    let events: Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events'];
+    try {
+      events = (await this.temporal.workflow.getHandle(callId).fetchHistory()).events;
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return undefined;
+      throw error;
+    }
+    const started = events?.[0]?.workflowExecutionStartedEventAttributes;
+    const completed = events?.at(-1)?.workflowExecutionCompletedEventAttributes;
+    if (!started || !completed || completed.newExecutionRunId) return undefined;
+    const converter = this.temporal.options.loadedDataConverter;
+    const memo = await decodeMapFromPayloads(converter, started.memo?.fields);
+    const record = await decodeFromPayloadsAtIndex<CallRecord>(converter, 0, completed.result?.payloads);
+    if (!record || typeof record !== 'object' || record.callId !== callId) return undefined;
+    return { runId: record.runId, fingerprint: memo?.['fingerprint'], record };
   }
 
   /** Starts a call and waits for its record. */

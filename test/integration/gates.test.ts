@@ -116,6 +116,7 @@ describe('the five gates against a real dev server', () => {
     expect(first).toMatchObject({ status: 'succeeded', effect: 'applied', key: 'report-q3' });
     const again = await harness.client.start(request, agent);
     expect(again.disposition).toBe('existing');
+    expect(again.runId).toBe(first.runId);
     expect(again.record).toEqual(first);
     expect(await readFile(join(harness.tools.paths.reportsDir, 'q3/summary.md'), 'utf8')).toBe('revenue up');
     expect(await executions('write_report')).toHaveLength(1);

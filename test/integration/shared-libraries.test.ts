@@ -104,6 +104,8 @@ describe.each([
   it('denies a call whose schema throws, instead of holding it open', async () => {
     const record = await client.call({ tool: 'broken_schema', input: { text: 'abc' } }, agent);
     expect(record).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none' });
-    expect(record.message).toContain('RangeError: cannot check 3 characters');
+    // The model learns the kind of error, not its text (that goes to the operator log).
+    expect(record.message).toContain("the tool's schema failed while checking them (RangeError)");
+    expect(record.message).not.toContain('cannot check');
   });
 });
