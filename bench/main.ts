@@ -60,7 +60,7 @@ Speed never fails the run; the exit code is 1 when any call of any variant faile
   --variants B,C,C-fast      a subset of: ${variantNames.join(', ')}
   --concurrency 4,16         closed-loop caller counts (default 1,4,16,64)
   --repetitions 3            repetitions of the latency phase
-  --scale 2                  multiply the calls per block (36/72/144/288 at 1/4/16/64 callers)
+  --scale 2                  multiply the calls per block (120/144/144/288 at 1/4/16/64 callers)
   --open-rate 15             arrivals per second of the open-loop condition
   --waiting-levels 1000,5000,10000
                              waiting approval-tier calls in the scale phase
@@ -174,8 +174,11 @@ try {
   process.exit(2);
 }
 
-/** Calls per block at each closed-loop level of a full run (before `--scale`). */
-const defaultOperations: Record<number, number> = { 1: 36, 4: 72, 16: 144, 64: 288 };
+/**
+ * Calls per block at each closed-loop level of a full run (before `--scale`): at least 360 samples
+ * per condition over 3 repetitions, so that a p99 is not one unlucky call.
+ */
+const defaultOperations: Record<number, number> = { 1: 120, 4: 144, 16: 144, 64: 288 };
 
 function buildConfig(address: string, serverPid: number, dataDir: string): Omit<RunnerConfig, 'mode'> {
   const variants = options.variants
