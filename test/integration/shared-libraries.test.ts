@@ -13,7 +13,7 @@ import { brokenSchema, checkFormats, formatsCatalog } from '../support/workflows
 
 const workflowsPath = fileURLToPath(new URL('../support/workflows/formats-catalog.ts', import.meta.url));
 
-const valid = {
+const validInput = {
   email: 'ada@example.com',
   id: '0f8fad5b-d9cb-469f-a165-70867728950e',
   at: '2026-11-30T12:00:00Z',
@@ -83,8 +83,8 @@ describe.each([
     // Several calls in a row: one thread runs them all, and the global pattern's lastIndex must
     // not carry over from one test to the next.
     for (let round = 0; round < 3; round++) {
-      const record = await client.call({ tool: 'check_formats', input: valid }, agent);
-      expect(record).toMatchObject({ status: 'succeeded', output: { accepted: valid } });
+      const record = await client.call({ tool: 'check_formats', input: validInput }, agent);
+      expect(record).toMatchObject({ status: 'succeeded', output: { accepted: validInput } });
     }
   });
 
@@ -96,7 +96,7 @@ describe.each([
     ['site', { site: 'http://docs.example.com/' }],
     ['tag', { tag: 'tag-x' }],
   ])('denies an invalid %s with INVALID_INPUT naming the field', async (field, change) => {
-    const record = await client.call({ tool: 'check_formats', input: { ...valid, ...change } }, agent);
+    const record = await client.call({ tool: 'check_formats', input: { ...validInput, ...change } }, agent);
     expect(record).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none' });
     expect(record.message).toContain(`${field}:`);
   });
@@ -107,5 +107,15 @@ describe.each([
     // The model learns the kind of error, not its text (that goes to the operator log).
     expect(record.message).toContain("the tool's schema failed while checking them (RangeError)");
     expect(record.message).not.toContain('cannot check');
+    // The throw interrupted a parse of the shared zod halfway; later parses in the same thread
+    // must still answer right.
+    const valid = await client.call({ tool: 'check_formats', input: validInput }, agent);
+    expect(valid.status).toBe('succeeded');
+    const invalid = await client.call(
+      { tool: 'check_formats', input: { ...validInput, email: 'nope' } },
+      agent,
+    );
+    expect(invalid).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT' });
+    expect(invalid.message).toContain('email:');
   });
 });
