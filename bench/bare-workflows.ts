@@ -4,10 +4,11 @@
  * that a bare Temporal application would not have.
  */
 import { proxyActivities } from '@temporalio/workflow';
+import type { BenchReadInput } from './bench-catalog.ts';
 
 /** The activity variant B calls: the same tool body as bench_read, with no gates around it. */
 export interface BareActivities {
-  benchTool(input: { item: string; holdMs: number }): Promise<unknown>;
+  benchTool(input: BenchReadInput): Promise<unknown>;
 }
 
 const bare = proxyActivities<BareActivities>({
@@ -16,6 +17,6 @@ const bare = proxyActivities<BareActivities>({
 });
 
 /** Variant B (and B-E): bare Temporal, one workflow running one regular activity. */
-export async function bareCall(input: { item: string; holdMs: number }): Promise<unknown> {
+export async function bareCall(input: BenchReadInput): Promise<unknown> {
   return await bare.benchTool(input);
 }

@@ -11,6 +11,9 @@ const readInput = z.strictObject({
   holdMs: z.number().int().min(0).max(10_000),
 });
 
+/** The arguments of every readonly bench tool, and of B's activity. */
+export type BenchReadInput = z.infer<typeof readInput>;
+
 export const benchRead = defineTool({
   name: 'bench_read',
   description: 'Benchmark readonly tool: returns a small object.',

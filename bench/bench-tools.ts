@@ -6,6 +6,7 @@ import { callFingerprint } from '../src/contracts/fingerprint.ts';
 import { checkInputLimits, defaultPayloadLimits } from '../src/contracts/limits.ts';
 import { isToolAllowed } from '../src/policy/allowlist.ts';
 import {
+  type BenchReadInput,
   benchCatalog,
   benchRead,
   benchReadFast,
@@ -20,15 +21,14 @@ export interface ExecutionCounter {
 }
 
 /** The one tool body every variant runs: a small object back, optionally after a hold. */
-export async function benchToolBody(input: { item: string; holdMs: number }, counter: ExecutionCounter) {
+export async function benchToolBody(input: BenchReadInput, counter: ExecutionCounter) {
   counter.count++;
   if (input.holdMs > 0) await sleep(input.holdMs);
   return { item: input.item, value: 42, unit: 'widgets' };
 }
 
 export function createBenchTools(counter: ExecutionCounter): ToolImplementation[] {
-  const body = async ({ input }: { input: { item: string; holdMs: number } }) =>
-    benchToolBody(input, counter);
+  const body = async ({ input }: { input: BenchReadInput }) => benchToolBody(input, counter);
   return [
     implementTool(benchRead, body),
     implementTool(benchReadFast, body),
@@ -58,6 +58,6 @@ export async function callInProcess(
   if (checkInputLimits(input, defaultPayloadLimits)) throw new Error('too large');
   const parsed = contract.input.safeParse(input);
   if (!parsed.success) throw new Error('invalid input');
-  const output = await benchToolBody(parsed.data as { item: string; holdMs: number }, counter);
+  const output = await benchToolBody(parsed.data as BenchReadInput, counter);
   return { fingerprint, output };
 }

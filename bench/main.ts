@@ -125,49 +125,82 @@ function positiveList(name: string, text: string | undefined): number[] | undefi
   return text?.split(',').map((part) => positiveNumber(name, part.trim(), { integer: true }) as number);
 }
 
-function checkOptions(values: ReturnType<typeof parseOptions>): void {
-  if (!['all', 'latency', 'waiting'].includes(values.phase ?? 'all')) {
+/** The options, checked and parsed once; every later use reads these. */
+interface BenchSettings {
+  readonly quick: boolean;
+  readonly phase: 'all' | 'latency' | 'waiting';
+  readonly variants: VariantName[] | undefined;
+  readonly concurrency: number[] | undefined;
+  readonly waitingLevels: number[] | undefined;
+  readonly repetitions: number | undefined;
+  readonly waitingCache: number | undefined;
+  readonly scale: number;
+  readonly openRate: number | undefined;
+  readonly workerTuning: Record<string, unknown>;
+  readonly outputName: string | undefined;
+  readonly serverExtraArgs: string[];
+  readonly cpuProfile: string | undefined;
+}
+
+function checkOptions(values: ReturnType<typeof parseOptions>): BenchSettings {
+  const phase = values.phase ?? 'all';
+  if (phase !== 'all' && phase !== 'latency' && phase !== 'waiting') {
     throw new UsageError(`--phase ${JSON.stringify(values.phase)}: use all, latency or waiting`);
   }
-  for (const name of values.variants?.split(',') ?? []) {
-    if (!(variantNames as readonly string[]).includes(name.trim())) {
+  const variants = values.variants?.split(',').map((name) => name.trim());
+  for (const name of variants ?? []) {
+    if (!(variantNames as readonly string[]).includes(name)) {
       throw new UsageError(
         `--variants: there is no variant ${JSON.stringify(name)}; the variants are ${variantNames.join(', ')}`,
       );
     }
   }
-  positiveList('concurrency', values.concurrency);
-  positiveList('waiting-levels', values['waiting-levels']);
-  positiveNumber('repetitions', values.repetitions, { integer: true });
-  positiveNumber('waiting-cache', values['waiting-cache'], { integer: true });
-  positiveNumber('scale', values.scale);
-  positiveNumber('open-rate', values['open-rate']);
-  let tuning: unknown;
+  let workerTuning: unknown;
   try {
-    tuning = JSON.parse(values['worker-tuning'] ?? '{}');
+    workerTuning = JSON.parse(values['worker-tuning'] ?? '{}');
   } catch {
     throw new UsageError(`--worker-tuning is not JSON; write an object, e.g. '{"maxCachedWorkflows":200}'`);
   }
-  if (typeof tuning !== 'object' || tuning === null || Array.isArray(tuning)) {
+  if (typeof workerTuning !== 'object' || workerTuning === null || Array.isArray(workerTuning)) {
     throw new UsageError(`--worker-tuning must be a JSON object, e.g. '{"maxCachedWorkflows":200}'`);
   }
-  const name = values['output-name'];
-  if (name !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(name)) {
-    throw new UsageError(`--output-name ${JSON.stringify(name)}: use 1-64 letters, digits, _ or -`);
+  const outputName = values['output-name'];
+  if (outputName !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(outputName)) {
+    throw new UsageError(`--output-name ${JSON.stringify(outputName)}: use 1-64 letters, digits, _ or -`);
   }
-  for (const pair of [...(values['sqlite-pragma'] ?? []), ...(values['dynamic-config'] ?? [])]) {
+  const pragmas = values['sqlite-pragma'] ?? [];
+  const dynamicConfig = values['dynamic-config'] ?? [];
+  for (const pair of [...pragmas, ...dynamicConfig]) {
     if (!/^[^=\s]+=\S+$/.test(pair)) throw new UsageError(`${JSON.stringify(pair)} is not key=value`);
   }
+  return {
+    quick: values.quick ?? false,
+    phase,
+    variants: variants as VariantName[] | undefined,
+    concurrency: positiveList('concurrency', values.concurrency),
+    waitingLevels: positiveList('waiting-levels', values['waiting-levels']),
+    repetitions: positiveNumber('repetitions', values.repetitions, { integer: true }),
+    waitingCache: positiveNumber('waiting-cache', values['waiting-cache'], { integer: true }),
+    scale: positiveNumber('scale', values.scale) ?? 1,
+    openRate: positiveNumber('open-rate', values['open-rate']),
+    workerTuning: workerTuning as Record<string, unknown>,
+    outputName,
+    serverExtraArgs: [
+      ...pragmas.flatMap((pragma) => ['--sqlite-pragma', pragma]),
+      ...dynamicConfig.flatMap((value) => ['--dynamic-config-value', value]),
+    ],
+    cpuProfile: values['cpu-profile'],
+  };
 }
 
-let options: ReturnType<typeof parseOptions>;
+let options: BenchSettings;
 try {
-  options = parseOptions();
-  if (options.help) {
+  const values = parseOptions();
+  if (values.help) {
     process.stdout.write(usage);
     process.exit(0);
   }
-  checkOptions(options);
+  options = checkOptions(values);
 } catch (error) {
   if (!(error instanceof UsageError)) throw error;
   process.stderr.write(`bench: ${error.message}\nRun \`npm run bench -- --help\` for the options.\n`);
@@ -181,11 +214,9 @@ try {
 const defaultOperations: Record<number, number> = { 1: 120, 4: 144, 16: 144, 64: 288 };
 
 function buildConfig(address: string, serverPid: number, dataDir: string): Omit<RunnerConfig, 'mode'> {
-  const variants = options.variants
-    ? (options.variants.split(',').map((name) => name.trim()) as VariantName[])
-    : [...variantNames];
-  const tuning = JSON.parse(options['worker-tuning'] ?? '{}') as Record<string, unknown>;
-  const waitingLevels = options['waiting-levels']?.split(',').map(Number);
+  const variants = options.variants ?? [...variantNames];
+  const tuning = options.workerTuning;
+  const waitingLevels = options.waitingLevels;
   if (options.quick) {
     return {
       address,
@@ -196,7 +227,7 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
       concurrencyLevels: [1, 4],
       operationsPerBlock: { c1: 5, c4: 8 },
       warmupOperations: 4,
-      openLoopRatePerSecond: Number(options['open-rate'] ?? 10),
+      openLoopRatePerSecond: options.openRate ?? 10,
       openLoopDurationMs: 1_000,
       duplicateHoldMs: 300,
       workerTuning: tuning,
@@ -211,8 +242,8 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
       },
     };
   }
-  const scale = Number(options.scale ?? 1);
-  const concurrencyLevels = options.concurrency?.split(',').map(Number) ?? [1, 4, 16, 64];
+  const scale = options.scale;
+  const concurrencyLevels = options.concurrency ?? [1, 4, 16, 64];
   const operationsPerBlock = Object.fromEntries(
     concurrencyLevels.map((level) => [
       `c${level}`,
@@ -224,17 +255,17 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
     serverPid,
     dataDir,
     variants,
-    repetitions: Number(options.repetitions ?? 3),
+    repetitions: options.repetitions ?? 3,
     concurrencyLevels,
     operationsPerBlock,
     warmupOperations: 20,
-    openLoopRatePerSecond: Number(options['open-rate'] ?? 15),
+    openLoopRatePerSecond: options.openRate ?? 15,
     openLoopDurationMs: 8_000,
     duplicateHoldMs: 300,
     workerTuning: tuning,
     waiting: {
       levels: waitingLevels ?? [1_000, 5_000, 10_000],
-      cacheSize: Number(options['waiting-cache'] ?? 100),
+      cacheSize: options.waitingCache ?? 100,
       resumeSamples: 20,
       callOperations: 600,
       callConcurrency: 4,
@@ -260,7 +291,7 @@ function runPhase(config: RunnerConfig): Promise<RunnerMessage> {
         'tsx',
         '--expose-gc',
         // One .cpuprofile per thread (main and the workflow threads) for Chrome DevTools.
-        ...(options['cpu-profile'] ? ['--cpu-prof', `--cpu-prof-dir=${options['cpu-profile']}`] : []),
+        ...(options.cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfile}`] : []),
       ],
       env: { ...process.env, BENCH_RUNNER_CONFIG: JSON.stringify(config) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -285,14 +316,9 @@ function runPhase(config: RunnerConfig): Promise<RunnerMessage> {
 
 async function main(): Promise<number> {
   const startedAt = new Date();
-  const quick = options.quick ?? false;
-  const phase = options.phase ?? 'all';
+  const { quick, phase, serverExtraArgs } = options;
   const directory = await mkdtemp(join(tmpdir(), 'toolgate-bench-'));
   const cli = await findTemporalCli({ onProgress: (line) => log(`temporal cli: ${line}`) });
-  const serverExtraArgs = [
-    ...(options['sqlite-pragma'] ?? []).flatMap((pragma) => ['--sqlite-pragma', pragma]),
-    ...(options['dynamic-config'] ?? []).flatMap((value) => ['--dynamic-config-value', value]),
-  ];
   const server = await startDevServer({
     cli,
     dbFile: join(directory, 'temporal.db'),
@@ -380,7 +406,7 @@ async function main(): Promise<number> {
   const outputDirectory = join(benchDirectory, 'results');
   await mkdir(outputDirectory, { recursive: true });
   // A smoke run must never overwrite the figures of the last full run, which are committed.
-  const name = options['output-name'] ?? (quick ? 'quick' : 'latest');
+  const name = options.outputName ?? (quick ? 'quick' : 'latest');
   await writeFile(join(outputDirectory, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
   await writeFile(join(outputDirectory, `${name}.md`), renderMarkdown(results));
   await writeFile(join(outputDirectory, `${name}.svg`), renderSvg(results));

@@ -21,7 +21,7 @@ import { callFingerprint } from '../src/contracts/fingerprint.ts';
 import { createWorker } from '../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../src/worker/runtime-logging.ts';
 import { decisionSignal } from '../workflows/messages.ts';
-import { benchCatalog } from './bench-catalog.ts';
+import { type BenchReadInput, benchCatalog } from './bench-catalog.ts';
 import {
   benchAllowlist,
   benchToolBody,
@@ -148,7 +148,7 @@ async function startEnvironment(
       connection,
       taskQueue: bareTaskQueue,
       workflowsPath: bareWorkflowsPath,
-      activities: { benchTool: (input: { item: string; holdMs: number }) => benchToolBody(input, counter) },
+      activities: { benchTool: (input: BenchReadInput) => benchToolBody(input, counter) },
       ...tuning,
     });
     bare = { worker: bareWorker, running: bareWorker.run(), taskQueue: bareTaskQueue };

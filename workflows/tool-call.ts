@@ -477,9 +477,13 @@ export function keyIsReleased(record: CallRecord, tier: SideEffectTier | undefin
   return tier !== undefined && tierIsRetrySafe(tier);
 }
 
-type Validation =
-  | { success: true; data: unknown }
-  | { success: false; error: { issues: ReadonlyArray<{ path: PropertyKey[]; message: string }> } };
+/** What the gates read of a zod issue. */
+interface Issue {
+  readonly path: PropertyKey[];
+  readonly message: string;
+}
+
+type Validation = { success: true; data: unknown } | { success: false; error: { issues: readonly Issue[] } };
 
 function safeValidate(tool: ToolContract, input: unknown): Validation {
   try {
@@ -505,7 +509,7 @@ function safeValidate(tool: ToolContract, input: unknown): Validation {
   }
 }
 
-function summarizeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
+function summarizeIssues(issues: readonly Issue[]): string {
   const lines = issues.slice(0, 5).map((issue) => {
     const path = issue.path.map((part) => String(part)).join('.');
     const message = issue.message.replace(/\.$/, '');

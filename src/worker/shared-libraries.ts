@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { BundleOptions } from '@temporalio/worker';
 
@@ -24,8 +23,3 @@ export function sharedLibrariesBundlerOptions(): Pick<BundleOptions, 'preloadMod
 const sharedLibrariesModule = fileURLToPath(new URL('../../workflows/shared-libraries.ts', import.meta.url));
 const frozenRegexLoader = fileURLToPath(new URL('./frozen-regex-loader.cjs', import.meta.url));
 const zodFile = /[\\/]node_modules[\\/]zod[\\/].*\.c?js$/;
-
-/** The loader's transform, for tests. */
-export const guardLastIndexResets: (source: string) => { source: string; rewritten: number } = createRequire(
-  import.meta.url,
-)(frozenRegexLoader).guardLastIndexResets;

@@ -1,8 +1,15 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { guardLastIndexResets } from '../../src/worker/shared-libraries.ts';
+
+/** The loader's transform (the loader is CommonJS: webpack requires it by path). */
+const { guardLastIndexResets } = createRequire(import.meta.url)(
+  '../../src/worker/frozen-regex-loader.cjs',
+) as {
+  guardLastIndexResets: (source: string) => { source: string; rewritten: number };
+};
 
 const zodDirectory = fileURLToPath(new URL('../../node_modules/zod', import.meta.url));
 
