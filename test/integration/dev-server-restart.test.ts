@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { searchAttributeKeys } from '../../src/contracts/search-attributes.ts';
 import { type DevServer, type FoundCli, findTemporalCli, startDevServer } from '../../src/dev/index.ts';
 import { findFreePort } from '../../src/dev/ports.ts';
 import { toolgateSearchAttributes } from '../../src/dev/search-attributes.ts';
@@ -123,11 +124,34 @@ describe('embedded dev server', () => {
     await createBareDatabase(dbFile);
 
     const { server } = await start(dbFile, 0);
-    const { connection } = await connect(server.address);
+    const { connection, client } = await connect(server.address);
 
     expect(await listCustomAttributeNames(connection, 'default')).toEqual(
       expect.arrayContaining(toolgateAttributeNames),
     );
+    // The server runs with its search-attribute caches on, so it was restarted after the
+    // registration; without that restart its caches could still hold the list from before, and a
+    // start carrying toolgate's attributes would be refused as "not defined".
+    expect(progress.some((line) => line.includes('restarting the server once'))).toBe(true);
+    const workflowId = `attributes-${randomUUID()}`;
+    const tag = `probe-${randomUUID()}`;
+    const handle = await client.workflow.start('nobodyRunsThis', {
+      workflowId,
+      taskQueue: `nobody-${randomUUID()}`,
+      typedSearchAttributes: Object.values(searchAttributeKeys).map((key) => ({ key, value: tag })),
+    });
+    const query = Object.values(searchAttributeKeys)
+      .map((key) => `${key.name} = '${tag}'`)
+      .join(' AND ');
+    const deadline = Date.now() + 30_000;
+    let listed: string[] = [];
+    while (listed.length === 0 && Date.now() < deadline) {
+      listed = [];
+      for await (const execution of client.workflow.list({ query })) listed.push(execution.workflowId);
+      if (listed.length === 0) await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(listed).toEqual([workflowId]);
+    await handle.terminate('probe done');
     await server.stop();
     expect(isAlive(server.pid)).toBe(false);
     // A second stop is harmless.
