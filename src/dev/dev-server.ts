@@ -243,7 +243,7 @@ async function startOnce(options: ResolvedOptions): Promise<DevServer> {
   const servingAfter = Date.now() - startedAt;
 
   const registration = await ensureSearchAttributes(cli, address, namespace, deadline, lifecycle);
-  if (registration.problem) {
+  if ('problem' in registration) {
     return failStartup(registration.problem);
   }
   if (registration.created.length > 0) {
@@ -440,14 +440,15 @@ async function ensureSearchAttributes(
   namespace: string,
   deadline: number,
   lifecycle: Lifecycle,
-): Promise<{ problem?: string; created: string[] }> {
+): Promise<{ problem: string } | { created: string[] }> {
   const target = ['--address', address, '--namespace', namespace];
   let lastProblem = 'no attempt finished';
   const created = new Set<string>();
-  const fail = (problem: string) => ({ problem, created: [...created] });
   for (;;) {
     if (lifecycle.exited()) {
-      return fail(`the server process ${lifecycle.exitDescription()} while registering search attributes.`);
+      return {
+        problem: `the server process ${lifecycle.exitDescription()} while registering search attributes.`,
+      };
     }
     const listing = await runCli(cli, ['operator', 'search-attribute', 'list', ...target, '-o', 'json']);
     const existing = listing.ok ? parseCustomAttributes(listing.stdout) : undefined;
@@ -461,9 +462,9 @@ async function ensureSearchAttributes(
       );
       if (conflicting.length > 0) {
         const details = conflicting.map((attribute) => `${attribute.name} is ${existing[attribute.name]}`);
-        return fail(
-          `search attributes exist with the wrong type (${details.join(', ')}); toolgate needs Keyword. Use a fresh DB file.`,
-        );
+        return {
+          problem: `search attributes exist with the wrong type (${details.join(', ')}); toolgate needs Keyword. Use a fresh DB file.`,
+        };
       }
       const missing = toolgateSearchAttributes.filter((attribute) => existing[attribute.name] === undefined);
       if (missing.length === 0) {
@@ -491,7 +492,7 @@ async function ensureSearchAttributes(
       }
     }
     if (Date.now() >= deadline) {
-      return fail(`search attributes were not all registered before the timeout (${lastProblem}).`);
+      return { problem: `search attributes were not all registered before the timeout (${lastProblem}).` };
     }
     await delay(pollIntervalMilliseconds);
   }

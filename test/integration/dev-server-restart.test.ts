@@ -11,6 +11,7 @@ import { searchAttributeKeys } from '../../src/contracts/search-attributes.ts';
 import { type DevServer, type FoundCli, findTemporalCli, startDevServer } from '../../src/dev/index.ts';
 import { findFreePort } from '../../src/dev/ports.ts';
 import { toolgateSearchAttributes } from '../../src/dev/search-attributes.ts';
+import { waitFor } from '../support/wait.ts';
 
 const workflowsPath = fileURLToPath(new URL('../support/workflows/restart-probe.ts', import.meta.url));
 const toolgateAttributeNames: string[] = toolgateSearchAttributes.map((attribute) => attribute.name);
@@ -143,13 +144,14 @@ describe('embedded dev server', () => {
     const query = Object.values(searchAttributeKeys)
       .map((key) => `${key.name} = '${tag}'`)
       .join(' AND ');
-    const deadline = Date.now() + 30_000;
-    let listed: string[] = [];
-    while (listed.length === 0 && Date.now() < deadline) {
-      listed = [];
-      for await (const execution of client.workflow.list({ query })) listed.push(execution.workflowId);
-      if (listed.length === 0) await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const listed = await waitFor(
+      async () => {
+        const ids: string[] = [];
+        for await (const execution of client.workflow.list({ query })) ids.push(execution.workflowId);
+        return ids.length > 0 ? ids : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 200, what: 'the probe call in a visibility query' },
+    );
     expect(listed).toEqual([workflowId]);
     await handle.terminate('probe done');
     await server.stop();
