@@ -1,7 +1,20 @@
 import type { LatencySummary } from './measure.ts';
 
 /** The benchmark variants, in the order the report lists them. */
-export const variantNames = ['A', 'B', 'B-E', 'C', 'C-E', 'C-fast', 'D', 'D′', 'I'] as const;
+export const variantNames = [
+  'A',
+  'B',
+  'B-E',
+  'C',
+  'C-E',
+  'C-fast',
+  'D',
+  'D′',
+  'I',
+  'B-LA',
+  'B-0',
+  'B-read',
+] as const;
 export type VariantName = (typeof variantNames)[number];
 
 /** What each variant measures, for the report. */
@@ -15,6 +28,9 @@ export const variantDescriptions: Record<VariantName, string> = {
   D: 'duplicate of a closed call (same key): stored record, nothing runs',
   'D′': 'duplicate joining a running call (time to attach)',
   I: 'irreversible call with a fresh key',
+  'B-LA': 'bare Temporal fast path: the tool body as a local activity, eager start (C-fast without toolgate)',
+  'B-0': 'floor: bare empty workflow, eager start, closed in its first task (no tool at all)',
+  'B-read': "floor: one history read of D's closed call (one RPC, nothing else)",
 };
 
 /** One variant under one condition, all repetitions merged. */
@@ -92,4 +108,9 @@ export interface TargetCheck {
   readonly target: string;
   readonly measured: string;
   readonly holds: boolean;
+  /**
+   * Set when the target misses and a bare-Temporal reference variant measured in the same run
+   * misses it too, wherever this one does: the line is below what Temporal itself does here.
+   */
+  readonly outOfReach?: string;
 }

@@ -184,11 +184,26 @@ function expectSucceeded(record: { status: string; reason?: string }, variant: s
 }
 
 /** The operation each variant times. */
-function variantOperations(environment: Environment, duplicateKey: string, duplicateHoldMs: number) {
+function variantOperations(
+  environment: Environment,
+  duplicate: { readonly key: string; readonly callId: string },
+  duplicateHoldMs: number,
+) {
   const { temporal, toolgate, eagerToolgate, counter } = environment;
   const bareQueue = () => {
     if (!environment.bare) throw new Error('variant B needs the bare worker (latency phase only)');
     return environment.bare.taskQueue;
+  };
+  const bareEager = async (workflowType: string, prefix: string, sequence: number) => {
+    const workflowId = `${prefix}-${randomUUID()}`;
+    const handle = await temporal.workflow.start(workflowType, {
+      workflowId,
+      taskQueue: bareQueue(),
+      args: [readInput(sequence)],
+      requestEagerStart: true,
+    });
+    await handle.result();
+    return { workflowId, eagerlyStarted: handle.eagerlyStarted };
   };
   const operations: Record<VariantName, Operation> = {
     A: async (sequence) => {
@@ -204,17 +219,7 @@ function variantOperations(environment: Environment, duplicateKey: string, dupli
       });
       return { workflowId };
     },
-    'B-E': async (sequence) => {
-      const workflowId = `bare-eager-${randomUUID()}`;
-      const handle = await temporal.workflow.start('bareCall', {
-        workflowId,
-        taskQueue: bareQueue(),
-        args: [readInput(sequence)],
-        requestEagerStart: true,
-      });
-      await handle.result();
-      return { workflowId, eagerlyStarted: handle.eagerlyStarted };
-    },
+    'B-E': async (sequence) => bareEager('bareCall', 'bare-eager', sequence),
     C: async (sequence) => {
       const started = await toolgate.start({ tool: 'bench_read', input: readInput(sequence) }, agent);
       expectSucceeded(await toolgate.result(started.callId, started.runId), 'C');
@@ -235,7 +240,7 @@ function variantOperations(environment: Environment, duplicateKey: string, dupli
     },
     D: async () => {
       const started = await toolgate.start(
-        { tool: 'bench_read', input: readInput(0), key: duplicateKey },
+        { tool: 'bench_read', input: readInput(0), key: duplicate.key },
         agent,
       );
       if (started.disposition !== 'existing' || !started.record) {
@@ -263,6 +268,16 @@ function variantOperations(environment: Environment, duplicateKey: string, dupli
       expectSucceeded(first, 'D′ leader');
       expectSucceeded(second, 'D′ duplicate');
       return { workflowId: leader.callId, latencyMicroseconds };
+    },
+    'B-LA': async (sequence) => bareEager('bareLocalCall', 'bare-local', sequence),
+    'B-0': async (sequence) => bareEager('bareEmpty', 'bare-empty', sequence),
+    'B-read': async () => {
+      // D's second RPC alone: the closed call's history, one page.
+      const history = await temporal.workflow.getHandle(duplicate.callId).fetchHistory();
+      if (!history.events?.at(-1)?.workflowExecutionCompletedEventAttributes) {
+        throw new Error("B-read expected the closed call's history to end in its completion");
+      }
+      return {};
     },
     I: async (sequence) => {
       const record = await toolgate.call(
@@ -354,7 +369,11 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
     expectSucceeded(original, 'D setup');
     const duplicateBefore = await historyShape(temporal, original.callId);
 
-    const operations = variantOperations(environment, duplicateKey, config.duplicateHoldMs);
+    const operations = variantOperations(
+      environment,
+      { key: duplicateKey, callId: original.callId },
+      config.duplicateHoldMs,
+    );
     const variants = config.variants;
 
     // Warm-up, discarded: JIT, connection pools, the worker's workflow cache, SQLite pages.
@@ -540,7 +559,7 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
   );
   try {
     const { toolgate, temporal, signer } = environment;
-    const operations = variantOperations(environment, 'unused', 0);
+    const operations = variantOperations(environment, { key: 'unused', callId: 'unused' }, 0);
     const measureC = async () => {
       await runClosedLoop(operations.C, settings.callConcurrency, Math.min(20, settings.callOperations));
       return (await runClosedLoop(operations.C, settings.callConcurrency, settings.callOperations)).histogram;

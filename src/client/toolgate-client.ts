@@ -3,7 +3,6 @@ import {
   type Client,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
-  type WorkflowHandle,
   WorkflowNotFoundError,
 } from '@temporalio/client';
 import { ApplicationFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
@@ -77,6 +76,16 @@ export interface ToolgateClientOptions {
   readonly workflowType?: string;
 }
 
+/** One read of a call's history: see `ToolgateClient.#readCall`. */
+interface CallHistory {
+  /** The run the history began as (its start event's original run ID). */
+  readonly runId: string;
+  readonly fingerprint: unknown;
+  readonly startNonce: unknown;
+  /** Present only when that run completed. */
+  readonly record?: CallRecord;
+}
+
 /** A programming error in how toolgate is called: wrong context, missing signer. Not a model error. */
 export class ToolgateUsageError extends Error {
   override readonly name = 'ToolgateUsageError';
@@ -136,6 +145,10 @@ export class ToolgateClient {
     // A replay of a keyless call reuses that call's own ID; it has no other.
     const id = options.replay && options.callId ? options.callId : prepared.callId;
     const startNonce = randomUUID();
+    // A keyed call may exist already. Its history is read while the start is in flight, so a
+    // duplicate of a closed call costs one round trip instead of two, and one that joins a running
+    // call needs no describe. For a new key the read finds nothing: one cheap extra RPC, in parallel.
+    const peek = key !== undefined && !options.replay ? this.#readCall(id) : undefined;
     let handle: Awaited<ReturnType<Client['workflow']['start']>>;
     try {
       handle = await this.temporal.workflow.start(this.#workflowType, {
@@ -151,11 +164,13 @@ export class ToolgateClient {
       });
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-      // The key's call is closed and keeps its key: same arguments get the stored record.
-      const closed = await this.#readClosedCall(id);
-      if (closed) {
+      // The key's call is closed and keeps its key: same arguments get the stored record. The
+      // refused start means the key's latest run completed, so a completed history is that run's.
+      const seen = await peek;
+      const closed = seen?.record ? seen : await this.#readCall(id);
+      if (closed?.record) {
         if (closed.fingerprint !== fingerprint) return refuse('KEY_MISMATCH', keyMismatchMessage(id));
-        return { callId: id, runId: closed.runId, disposition: 'existing', record: closed.record };
+        return { callId: id, runId: closed.record.runId, disposition: 'existing', record: closed.record };
       }
       const existing = this.temporal.workflow.getHandle(id);
       const description = await existing.describe();
@@ -172,42 +187,49 @@ export class ToolgateClient {
         eagerlyStarted: handle.eagerlyStarted,
       };
     }
-    // With a key the server may have attached us to a running call: its memo says whose it is.
-    const description = await this.temporal.workflow.getHandle(id, handle.firstExecutionRunId).describe();
-    if (description.memo?.['fingerprint'] !== fingerprint)
-      return refuse('KEY_MISMATCH', keyMismatchMessage(id));
+    // With a key the server may have attached us to a running call: its memo says whose it is. The
+    // history read above answers that when it saw the run the start returned; else describe it.
+    const seen = await peek;
+    const memo =
+      seen && !seen.record && seen.runId === handle.firstExecutionRunId
+        ? { fingerprint: seen.fingerprint, startNonce: seen.startNonce }
+        : (await this.temporal.workflow.getHandle(id, handle.firstExecutionRunId).describe()).memo;
+    if (memo?.['fingerprint'] !== fingerprint) return refuse('KEY_MISMATCH', keyMismatchMessage(id));
     return {
       callId: id,
       runId: handle.firstExecutionRunId,
-      disposition: description.memo?.['startNonce'] === startNonce ? 'started' : 'attached',
+      disposition: memo?.['startNonce'] === startNonce ? 'started' : 'attached',
       eagerlyStarted: handle.eagerlyStarted,
     };
   }
 
   /**
-   * A completed call's fingerprint and record, from one read of its history (the memo is in the
-   * start event, the record in the close event): a duplicate of a closed call costs the refused
-   * start and this read. Undefined when the history is not that of a completed call (deleted after
-   * the retention, or not a toolgate call); the caller then asks the slower way.
+   * What one read of a call's history tells: the memo set at its start (fingerprint, start nonce)
+   * and the run it began as, plus the record when that run completed. Undefined when there is no
+   * such history (an unused key, one deleted after the retention) or it is not a toolgate call's,
+   * or the read failed: every caller then asks the slower way, so an error here loses nothing.
    */
-  async #readClosedCall(
-    callId: string,
-  ): Promise<{ runId: string; fingerprint: unknown; record: CallRecord } | undefined> {
-    let events: Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events'];
+  async #readCall(callId: string): Promise<CallHistory | undefined> {
     try {
-      events = (await this.temporal.workflow.getHandle(callId).fetchHistory()).events;
-    } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return undefined;
-      throw error;
+      const { events } = await this.temporal.workflow.getHandle(callId).fetchHistory();
+      const started = events?.[0]?.workflowExecutionStartedEventAttributes;
+      if (!started?.originalExecutionRunId) return undefined;
+      const converter = this.temporal.options.loadedDataConverter;
+      const memo = await decodeMapFromPayloads(converter, started.memo?.fields);
+      const seen = {
+        runId: started.originalExecutionRunId,
+        fingerprint: memo?.['fingerprint'],
+        startNonce: memo?.['startNonce'],
+      };
+      const completed = events?.at(-1)?.workflowExecutionCompletedEventAttributes;
+      if (!completed) return seen;
+      if (completed.newExecutionRunId) return undefined;
+      const record = await decodeFromPayloadsAtIndex<CallRecord>(converter, 0, completed.result?.payloads);
+      if (!record || typeof record !== 'object' || record.callId !== callId) return undefined;
+      return { ...seen, record };
+    } catch {
+      return undefined;
     }
-    const started = events?.[0]?.workflowExecutionStartedEventAttributes;
-    const completed = events?.at(-1)?.workflowExecutionCompletedEventAttributes;
-    if (!started || !completed || completed.newExecutionRunId) return undefined;
-    const converter = this.temporal.options.loadedDataConverter;
-    const memo = await decodeMapFromPayloads(converter, started.memo?.fields);
-    const record = await decodeFromPayloadsAtIndex<CallRecord>(converter, 0, completed.result?.payloads);
-    if (!record || typeof record !== 'object' || record.callId !== callId) return undefined;
-    return { runId: record.runId, fingerprint: memo?.['fingerprint'], record };
   }
 
   /** Starts a call and waits for its record. */

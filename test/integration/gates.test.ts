@@ -1,7 +1,10 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import type { CallRecord } from '../../src/contracts/call-record.ts';
+import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -225,6 +228,52 @@ describe('the five gates against a real dev server', () => {
         },
         { what: 'awaiting_approval' },
       );
+
+    it('joins a waiting call from its history alone, and refuses changed arguments while it waits', async () => {
+      // A client that counts describe() calls: joining a running call is answered by the history
+      // read made alongside the start, so it needs none.
+      let describes = 0;
+      const counting = new ToolgateClient({
+        client: new Client({
+          connection: harness.temporal.connection,
+          interceptors: {
+            workflow: [
+              {
+                async describe(input, next) {
+                  describes++;
+                  return next(input);
+                },
+              },
+            ],
+          },
+        }),
+        taskQueue: harness.taskQueue,
+        catalog: exampleCatalog,
+        signer: harness.signer,
+      });
+      const first = await counting.start(transfer('t-join'), agent);
+      expect(first.disposition).toBe('started');
+      await approvedRecord(first.callId);
+      describes = 0;
+      const joined = await counting.start(transfer('t-join'), agent);
+      expect(joined).toMatchObject({ callId: first.callId, runId: first.runId, disposition: 'attached' });
+      const changed = await counting.start(transfer('t-join', { amountCents: 999_999 }), agent);
+      expect(changed.disposition).toBe('refused');
+      expect(changed.record).toMatchObject({ status: 'denied', reason: 'KEY_MISMATCH', effect: 'none' });
+      expect(describes).toBe(0);
+      expect((await harness.client.get(first.callId))?.status).toBe('awaiting_approval');
+      expect((await counting.reject(first.callId, { approver: 'alice' })).accepted).toBe(true);
+      const records = await Promise.all([counting.result(first.callId), counting.result(joined.callId)]);
+      expect(records[0]).toMatchObject({ status: 'denied', reason: 'APPROVAL_REJECTED', effect: 'none' });
+      expect(records[1]).toEqual(records[0]);
+      // Rejected is a failed run: the key is free again, and a new start begins a new run.
+      const again = await counting.start(transfer('t-join'), agent);
+      expect(again.disposition).toBe('started');
+      expect(again.runId).not.toBe(first.runId);
+      await approvedRecord(again.callId);
+      expect((await counting.reject(again.callId, { approver: 'alice' })).accepted).toBe(true);
+      expect(await counting.result(again.callId)).toMatchObject({ reason: 'APPROVAL_REJECTED' });
+    });
 
     it('runs an approved call exactly once, bound to its arguments', async () => {
       const started = await harness.client.start(transfer('t-approve'), agent);
