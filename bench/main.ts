@@ -412,7 +412,10 @@ async function main(): Promise<number> {
   await writeFile(join(outputDirectory, `${name}.svg`), renderSvg(results));
   log(`wrote bench/results/${name}.json, .md and .svg in ${results.meta.durationSeconds} s`);
   for (const target of results.targets) {
-    log(`${target.holds ? 'holds ' : 'MISSES'} ${target.target}: ${target.measured}`);
+    log(
+      `${target.holds ? 'holds ' : 'MISSES'} ${target.target}: ${target.measured}` +
+        (target.outOfReach ? ` (out of reach: ${target.outOfReach})` : ''),
+    );
   }
   if (incomplete.length > 0) {
     log(`NOT every variant completed:\n  ${incomplete.join('\n  ')}`);
