@@ -125,6 +125,51 @@ describe('the five gates against a real dev server', () => {
     expect(await executions('write_report')).toHaveLength(1);
   });
 
+  it("serves a duplicate through describe and result when the key's history cannot be read at once", async () => {
+    const request = {
+      tool: 'write_report',
+      input: { path: 'fallback.md', content: 'kept' },
+      key: 'report-fallback',
+    };
+    const first = await harness.client.call(request, agent);
+    expect(first).toMatchObject({ status: 'succeeded', effect: 'applied' });
+    // A connection whose plain history reads fail (the read made alongside the start, and the one
+    // after a refused start); the long poll that result() makes still goes through.
+    let refusedReads = 0;
+    const connection = harness.temporal.connection;
+    const service = new Proxy(connection.workflowService, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (property !== 'getWorkflowExecutionHistory' || typeof value !== 'function') return value;
+        return (historyRequest: { waitNewEvent?: boolean | null }) => {
+          if (!historyRequest.waitNewEvent) {
+            refusedReads++;
+            return Promise.reject(new Error('history reads are down'));
+          }
+          return value.call(target, historyRequest);
+        };
+      },
+    });
+    const flaky = new ToolgateClient({
+      client: new Client({
+        connection: new Proxy(connection, {
+          get: (target, property, receiver) =>
+            property === 'workflowService' ? service : Reflect.get(target, property, receiver),
+        }),
+      }),
+      taskQueue: harness.taskQueue,
+      catalog: exampleCatalog,
+    });
+    const again = await flaky.start(request, agent);
+    expect(refusedReads).toBe(2);
+    expect(again).toMatchObject({ disposition: 'existing', runId: first.runId, record: first });
+    const changed = await flaky.start({ ...request, input: { ...request.input, content: 'other' } }, agent);
+    expect(changed.record).toMatchObject({ status: 'denied', reason: 'KEY_MISMATCH' });
+    expect((await executions('write_report')).filter((line) => line['callId'] === first.callId)).toHaveLength(
+      1,
+    );
+  });
+
   it('refuses a reused key with different arguments: KEY_MISMATCH', async () => {
     const first = await harness.client.call(
       { tool: 'write_report', input: { path: 'm.md', content: 'one' }, key: 'mismatch-1' },
