@@ -272,7 +272,7 @@ function variantOperations(
     'B-LA': async (sequence) => bareEager('bareLocalCall', 'bare-local', sequence),
     'B-0': async (sequence) => bareEager('bareEmpty', 'bare-empty', sequence),
     'B-read': async () => {
-      // D's second RPC alone: the closed call's history, one page.
+      // The read a duplicate makes beside its start, alone: the closed call's history, one page.
       const history = await temporal.workflow.getHandle(duplicate.callId).fetchHistory();
       if (!history.events?.at(-1)?.workflowExecutionCompletedEventAttributes) {
         throw new Error("B-read expected the closed call's history to end in its completion");
