@@ -76,6 +76,12 @@ export interface ToolgateClientOptions {
   readonly workflowType?: string;
 }
 
+/**
+ * The page a start reads of its key's history. The server counts a page in event batches (an
+ * event, or the events one workflow task wrote): a toolgate call's history is about ten.
+ */
+const historyPeekBatches = 100;
+
 /** One read of a call's history: see `ToolgateClient.#readCall`. */
 interface CallHistory {
   /** The run the history began as (its start event's original run ID). */
@@ -211,7 +217,15 @@ export class ToolgateClient {
    */
   async #readCall(callId: string): Promise<CallHistory | undefined> {
     try {
-      const { events } = await this.temporal.workflow.getHandle(callId).fetchHistory();
+      // One page only. A toolgate call's history is a dozen events; one that signals (forged
+      // decisions, say) have made long is not read whole on every start with its key: without the
+      // close event on this page, the caller asks the slower way, which reads only that event.
+      const { history } = await this.temporal.workflowService.getWorkflowExecutionHistory({
+        namespace: this.temporal.options.namespace,
+        execution: { workflowId: callId },
+        maximumPageSize: historyPeekBatches,
+      });
+      const events = history?.events;
       const started = events?.[0]?.workflowExecutionStartedEventAttributes;
       if (!started?.originalExecutionRunId) return undefined;
       const converter = this.temporal.options.loadedDataConverter;

@@ -21,6 +21,42 @@ const transfer = (reference: string, overrides: Record<string, unknown> = {}) =>
   },
 });
 
+type HistoryRequest = {
+  waitNewEvent?: boolean | null;
+  nextPageToken?: Uint8Array | null;
+  maximumPageSize?: number | null;
+};
+type HistoryRead = (request: HistoryRequest) => Promise<{ history?: { events?: unknown[] | null } | null }>;
+
+/**
+ * A ToolgateClient over the harness's connection whose history reads go through `around`, which
+ * gets each request and the real read.
+ */
+function clientWithHistoryReads(
+  harness: Harness,
+  around: (request: HistoryRequest, read: HistoryRead) => ReturnType<HistoryRead>,
+): ToolgateClient {
+  const connection = harness.temporal.connection;
+  const service = new Proxy(connection.workflowService, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (property !== 'getWorkflowExecutionHistory' || typeof value !== 'function') return value;
+      return (request: HistoryRequest) => around(request, (forwarded) => value.call(target, forwarded));
+    },
+  });
+  return new ToolgateClient({
+    client: new Client({
+      connection: new Proxy(connection, {
+        get: (target, property, receiver) =>
+          property === 'workflowService' ? service : Reflect.get(target, property, receiver),
+      }),
+    }),
+    taskQueue: harness.taskQueue,
+    catalog: exampleCatalog,
+    signer: harness.signer,
+  });
+}
+
 describe('the five gates against a real dev server', () => {
   let harness: Harness;
   beforeAll(async () => {
@@ -136,29 +172,10 @@ describe('the five gates against a real dev server', () => {
     // A connection whose plain history reads fail (the read made alongside the start, and the one
     // after a refused start); the long poll that result() makes still goes through.
     let refusedReads = 0;
-    const connection = harness.temporal.connection;
-    const service = new Proxy(connection.workflowService, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver);
-        if (property !== 'getWorkflowExecutionHistory' || typeof value !== 'function') return value;
-        return (historyRequest: { waitNewEvent?: boolean | null }) => {
-          if (!historyRequest.waitNewEvent) {
-            refusedReads++;
-            return Promise.reject(new Error('history reads are down'));
-          }
-          return value.call(target, historyRequest);
-        };
-      },
-    });
-    const flaky = new ToolgateClient({
-      client: new Client({
-        connection: new Proxy(connection, {
-          get: (target, property, receiver) =>
-            property === 'workflowService' ? service : Reflect.get(target, property, receiver),
-        }),
-      }),
-      taskQueue: harness.taskQueue,
-      catalog: exampleCatalog,
+    const flaky = clientWithHistoryReads(harness, (historyRequest, read) => {
+      if (historyRequest.waitNewEvent) return read(historyRequest);
+      refusedReads++;
+      return Promise.reject(new Error('history reads are down'));
     });
     const again = await flaky.start(request, agent);
     expect(refusedReads).toBe(2);
@@ -440,6 +457,53 @@ describe('the five gates against a real dev server', () => {
       expect(record.status).toBe('succeeded');
       const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
       expect(ledger.filter((line) => line['reference'] === 't-restart')).toHaveLength(1);
+    });
+    it('reads one page of a long history on a start with its key (forged decisions made it long)', async () => {
+      let pagedReads = 0;
+      const peeks: number[] = [];
+      const watched = clientWithHistoryReads(harness, async (historyRequest, read) => {
+        if (historyRequest.nextPageToken?.length) pagedReads++;
+        const response = await read(historyRequest);
+        if (historyRequest.maximumPageSize) peeks.push(response.history?.events?.length ?? 0);
+        return response;
+      });
+      const first = await watched.start(transfer('t-long'), agent);
+      await approvedRecord(first.callId);
+      const handle = harness.temporal.workflow.getHandle(first.callId);
+      // Spaced out, so that each signal and the workflow task it wakes are batches of their own: a
+      // page is counted in batches, and the history must run to more than one page of them.
+      const forged = 80;
+      for (let index = 0; index < forged; index++) {
+        await handle.signal('decision', {
+          claims: { decision: 'approve', approver: 'alice', nonce: `forged-long-${index}` },
+          signature: 'AAAA',
+        });
+        await new Promise((resolve) => setTimeout(resolve, 30));
+      }
+      await waitFor(
+        async () => {
+          const record = await harness.client.get(first.callId);
+          const refused = (record?.refusedDecisions.length ?? 0) + (record?.refusedDecisionsDropped ?? 0);
+          return refused >= forged || undefined;
+        },
+        { what: 'every forged decision refused' },
+      );
+      const fullLength = (await handle.fetchHistory()).events?.length ?? 0;
+      expect(fullLength).toBeGreaterThan(3 * forged);
+
+      peeks.length = 0;
+      const joined = await watched.start(transfer('t-long'), agent);
+      expect(joined).toMatchObject({ callId: first.callId, runId: first.runId, disposition: 'attached' });
+      // The start read one page, not the whole history, and still knew whose call it joined.
+      expect(peeks).toHaveLength(1);
+      expect(peeks[0]).toBeLessThan(fullLength);
+      expect((await watched.approve(first.callId, { approver: 'alice' })).accepted).toBe(true);
+      const record = await watched.result(first.callId);
+      expect(record).toMatchObject({ status: 'succeeded', effect: 'applied' });
+      // Closed, its close event beyond the first page: served the slower way, with no paging.
+      const again = await watched.start(transfer('t-long'), agent);
+      expect(again).toMatchObject({ disposition: 'existing', runId: first.runId, record });
+      expect(pagedReads).toBe(0);
     });
   });
 });
