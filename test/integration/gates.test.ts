@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Client } from '@temporalio/client';
+import { Client, type ClientOptions } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import type { CallRecord } from '../../src/contracts/call-record.ts';
@@ -29,18 +29,23 @@ type HistoryRequest = {
 type HistoryRead = (request: HistoryRequest) => Promise<{ history?: { events?: unknown[] | null } | null }>;
 
 /**
- * A ToolgateClient over the harness's connection whose history reads go through `around`, which
- * gets each request and the real read.
+ * A ToolgateClient of its own over the harness's connection, to watch or break what it sends:
+ * `aroundHistoryRead` gets each history request and the real read; `interceptors` are the Temporal
+ * client's.
  */
-function clientWithHistoryReads(
+function watchedClient(
   harness: Harness,
-  around: (request: HistoryRequest, read: HistoryRead) => ReturnType<HistoryRead>,
+  options: {
+    aroundHistoryRead?: (request: HistoryRequest, read: HistoryRead) => ReturnType<HistoryRead>;
+    interceptors?: ClientOptions['interceptors'];
+  },
 ): ToolgateClient {
   const connection = harness.temporal.connection;
+  const around = options.aroundHistoryRead;
   const service = new Proxy(connection.workflowService, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver);
-      if (property !== 'getWorkflowExecutionHistory' || typeof value !== 'function') return value;
+      if (!around || property !== 'getWorkflowExecutionHistory' || typeof value !== 'function') return value;
       return (request: HistoryRequest) => around(request, (forwarded) => value.call(target, forwarded));
     },
   });
@@ -50,6 +55,7 @@ function clientWithHistoryReads(
         get: (target, property, receiver) =>
           property === 'workflowService' ? service : Reflect.get(target, property, receiver),
       }),
+      ...(options.interceptors ? { interceptors: options.interceptors } : {}),
     }),
     taskQueue: harness.taskQueue,
     catalog: exampleCatalog,
@@ -172,10 +178,12 @@ describe('the five gates against a real dev server', () => {
     // A connection whose plain history reads fail (the read made alongside the start, and the one
     // after a refused start); the long poll that result() makes still goes through.
     let refusedReads = 0;
-    const flaky = clientWithHistoryReads(harness, (historyRequest, read) => {
-      if (historyRequest.waitNewEvent) return read(historyRequest);
-      refusedReads++;
-      return Promise.reject(new Error('history reads are down'));
+    const flaky = watchedClient(harness, {
+      aroundHistoryRead: (historyRequest, read) => {
+        if (historyRequest.waitNewEvent) return read(historyRequest);
+        refusedReads++;
+        return Promise.reject(new Error('history reads are down'));
+      },
     });
     const again = await flaky.start(request, agent);
     expect(refusedReads).toBe(2);
@@ -295,23 +303,17 @@ describe('the five gates against a real dev server', () => {
       // A client that counts describe() calls: joining a running call is answered by the history
       // read made alongside the start, so it needs none.
       let describes = 0;
-      const counting = new ToolgateClient({
-        client: new Client({
-          connection: harness.temporal.connection,
-          interceptors: {
-            workflow: [
-              {
-                async describe(input, next) {
-                  describes++;
-                  return next(input);
-                },
+      const counting = watchedClient(harness, {
+        interceptors: {
+          workflow: [
+            {
+              async describe(input, next) {
+                describes++;
+                return next(input);
               },
-            ],
-          },
-        }),
-        taskQueue: harness.taskQueue,
-        catalog: exampleCatalog,
-        signer: harness.signer,
+            },
+          ],
+        },
       });
       const first = await counting.start(transfer('t-join'), agent);
       expect(first.disposition).toBe('started');
@@ -461,11 +463,13 @@ describe('the five gates against a real dev server', () => {
     it('reads one page of a long history on a start with its key (forged decisions made it long)', async () => {
       let pagedReads = 0;
       const peeks: number[] = [];
-      const watched = clientWithHistoryReads(harness, async (historyRequest, read) => {
-        if (historyRequest.nextPageToken?.length) pagedReads++;
-        const response = await read(historyRequest);
-        if (historyRequest.maximumPageSize) peeks.push(response.history?.events?.length ?? 0);
-        return response;
+      const watched = watchedClient(harness, {
+        aroundHistoryRead: async (historyRequest, read) => {
+          if (historyRequest.nextPageToken?.length) pagedReads++;
+          const response = await read(historyRequest);
+          if (historyRequest.maximumPageSize) peeks.push(response.history?.events?.length ?? 0);
+          return response;
+        },
       });
       const first = await watched.start(transfer('t-long'), agent);
       await approvedRecord(first.callId);
