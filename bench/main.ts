@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { findTemporalCli, startDevServer, temporalCliVersion } from '../src/dev/index.ts';
-import { checkTargets, renderMarkdown, renderSvg } from './report.ts';
+import { checkTargets, missNote, renderMarkdown, renderSvg } from './report.ts';
 import {
   type LatencyPhaseResult,
   type TargetCheck,
@@ -412,10 +412,7 @@ async function main(): Promise<number> {
   await writeFile(join(outputDirectory, `${name}.svg`), renderSvg(results));
   log(`wrote bench/results/${name}.json, .md and .svg in ${results.meta.durationSeconds} s`);
   for (const target of results.targets) {
-    log(
-      `${target.holds ? 'holds ' : 'MISSES'} ${target.target}: ${target.measured}` +
-        (target.outOfReach ? ` (out of reach: ${target.outOfReach})` : ''),
-    );
+    log(`${target.holds ? 'holds ' : 'MISSES'} ${target.target}: ${target.measured}${missNote(target)}`);
   }
   if (incomplete.length > 0) {
     log(`NOT every variant completed:\n  ${incomplete.join('\n  ')}`);

@@ -85,9 +85,7 @@ export function renderMarkdown(results: BenchResults): string {
   if (results.waiting) lines.push('', ...renderWaiting(results.waiting));
   lines.push('', '## Targets', '', '| target | measured | holds |', '|---|---|---|');
   for (const target of results.targets) {
-    const verdict = target.holds
-      ? 'yes'
-      : `**no**${target.outOfReach ? ` (out of reach: ${target.outOfReach})` : ''}`;
+    const verdict = target.holds ? 'yes' : `**no**${missNote(target)}`;
     lines.push(`| ${target.target} | ${target.measured} | ${verdict} |`);
   }
   lines.push('', '## Variants', '');
@@ -200,6 +198,35 @@ function escapeXml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
+/** What the run says about a miss, if anything: out of reach, or inside the run's own noise. */
+export function missNote(target: TargetCheck): string {
+  if (target.outOfReach) return ` (out of reach: ${target.outOfReach})`;
+  if (target.insideSpread) return ` (${target.insideSpread})`;
+  return '';
+}
+
+/** A figure a target reads, both merged over the run and per repetition. */
+type RepetitionMetric = keyof LatencyCell['repetitions'][number];
+
+function cellMetric(cell: LatencyCell, metric: RepetitionMetric): number {
+  return metric === 'throughputPerSecond' ? cell.throughputPerSecond : cell.latency[metric];
+}
+
+/**
+ * The ratio in each repetition, against B's block of the same repetition (blocks are interleaved,
+ * so the two ran minutes apart at most). Empty unless both cells kept every repetition.
+ */
+export function repetitionRatios(cell: LatencyCell, base: LatencyCell, metric: RepetitionMetric): number[] {
+  if (cell.repetitions.length !== base.repetitions.length) return [];
+  return cell.repetitions.flatMap((repetition, index) => {
+    const denominator = base.repetitions[index]![metric];
+    return denominator > 0 ? [repetition[metric] / denominator] : [];
+  });
+}
+
+const formatSpread = (ratios: readonly number[]) =>
+  `repetitions ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}×`;
+
 /** Checks the issue's targets against one run's figures. */
 export function checkTargets(results: BenchResults): TargetCheck[] {
   const checks: TargetCheck[] = [];
@@ -208,7 +235,7 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
   const perCondition = (
     target: string,
     variant: VariantName | VariantName[],
-    metric: (cell: LatencyCell) => number,
+    metric: RepetitionMetric,
     limit: number,
     direction: 'at most' | 'at least',
     options: { onlyClosed?: boolean; reference?: VariantName } = {},
@@ -216,6 +243,7 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
     const measured: string[] = [];
     let holds = true;
     let referenceMissesToo = true;
+    let everyMissInsideSpread = true;
     const passes = (value: number) => (direction === 'at most' ? value <= limit : value >= limit);
     for (const condition of conditions) {
       if (options.onlyClosed && condition === 'open') continue;
@@ -226,53 +254,55 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       if (!base || candidates.length === 0) continue;
       const best = candidates.reduce((winner, cell) =>
         direction === 'at most'
-          ? metric(cell) < metric(winner)
+          ? cellMetric(cell, metric) < cellMetric(winner, metric)
             ? cell
             : winner
-          : metric(cell) > metric(winner)
+          : cellMetric(cell, metric) > cellMetric(winner, metric)
             ? cell
             : winner,
       );
-      const value = metric(best) / metric(base);
+      const value = cellMetric(best, metric) / cellMetric(base, metric);
       const ok = passes(value);
       holds &&= ok;
       const referenceCell = options.reference ? find(cells, options.reference, condition) : undefined;
-      const referenceValue = referenceCell ? metric(referenceCell) / metric(base) : undefined;
+      const referenceValue = referenceCell
+        ? cellMetric(referenceCell, metric) / cellMetric(base, metric)
+        : undefined;
       if (!ok && (referenceValue === undefined || passes(referenceValue))) referenceMissesToo = false;
+      const spread = repetitionRatios(best, base, metric);
+      if (!ok && !spread.some(passes)) everyMissInsideSpread = false;
       measured.push(
         `${condition}: ${value.toFixed(2)}×${Array.isArray(variant) ? ` (${best.variant})` : ''}${ok ? '' : ' ✗'}` +
+          (spread.length > 1 ? ` {${formatSpread(spread)}}` : '') +
           (referenceValue === undefined ? '' : ` [${options.reference} ${referenceValue.toFixed(2)}×]`),
       );
     }
     if (measured.length === 0) return;
+    const outOfReach = !holds && options.reference !== undefined && referenceMissesToo;
     checks.push({
       target,
       measured: measured.join(', '),
       holds,
-      ...(!holds && options.reference && referenceMissesToo
+      ...(outOfReach
         ? { outOfReach: `bare Temporal's ${options.reference} misses it too wherever this misses` }
+        : {}),
+      ...(!holds && !outOfReach && everyMissInsideSpread
+        ? {
+            insideSpread:
+              "every cell that misses has a repetition that holds: the line is inside this run's noise",
+          }
         : {}),
     });
   };
-  perCondition('C p50 <= 1.10× B', 'C', (cell) => cell.latency.p50Ms, 1.1, 'at most');
-  perCondition('C p99 <= 1.25× B', 'C', (cell) => cell.latency.p99Ms, 1.25, 'at most');
-  perCondition(
-    'C throughput >= 0.90× B (closed loop)',
-    'C',
-    (cell) => cell.throughputPerSecond,
-    0.9,
-    'at least',
-    { onlyClosed: true },
-  );
-  perCondition(
-    'fastest readonly path p50 <= 0.5× B',
-    ['C', 'C-E', 'C-fast'],
-    (cell) => cell.latency.p50Ms,
-    0.5,
-    'at most',
-    { reference: 'B-LA' },
-  );
-  perCondition('D p50 <= 0.25× B', 'D', (cell) => cell.latency.p50Ms, 0.25, 'at most', {
+  perCondition('C p50 <= 1.10× B', 'C', 'p50Ms', 1.1, 'at most');
+  perCondition('C p99 <= 1.25× B', 'C', 'p99Ms', 1.25, 'at most');
+  perCondition('C throughput >= 0.90× B (closed loop)', 'C', 'throughputPerSecond', 0.9, 'at least', {
+    onlyClosed: true,
+  });
+  perCondition('fastest readonly path p50 <= 0.5× B', ['C', 'C-E', 'C-fast'], 'p50Ms', 0.5, 'at most', {
+    reference: 'B-LA',
+  });
+  perCondition('D p50 <= 0.25× B', 'D', 'p50Ms', 0.25, 'at most', {
     reference: 'B-read',
   });
   const check = results.latency?.duplicateCheck;

@@ -113,4 +113,9 @@ export interface TargetCheck {
    * misses it too, wherever this one does: the line is below what Temporal itself does here.
    */
   readonly outOfReach?: string;
+  /**
+   * Set when the target misses, but in every cell that misses at least one repetition held: the
+   * run cannot tell this miss from its own noise. Still a miss; it says how far from the line.
+   */
+  readonly insideSpread?: string;
 }

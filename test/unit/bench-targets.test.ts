@@ -1,9 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { checkTargets } from '../../bench/report.ts';
+import { checkTargets, missNote, repetitionRatios } from '../../bench/report.ts';
 import type { LatencyCell, VariantName } from '../../bench/result-types.ts';
 
 /** A cell with only the figures the target checks read. */
-function cell(variant: VariantName, condition: string, p50Ms: number): LatencyCell {
+function cell(
+  variant: VariantName,
+  condition: string,
+  p50Ms: number,
+  repetitionP50s: number[] = [],
+): LatencyCell {
   return {
     variant,
     condition,
@@ -17,16 +22,18 @@ function cell(variant: VariantName, condition: string, p50Ms: number): LatencyCe
     serverRssMb: 1,
     eagerRequested: 0,
     eagerStarted: 0,
-    repetitions: [],
+    repetitions: repetitionP50s.map((p50) => ({ p50Ms: p50, p99Ms: p50, throughputPerSecond: 1000 / p50 })),
   };
 }
 
-function fastPathCheck(cells: LatencyCell[]) {
+function targetCheck(cells: LatencyCell[], prefix: string) {
   const results = { latency: { cells }, targets: [], incomplete: [] } as unknown as Parameters<
     typeof checkTargets
   >[0];
-  return checkTargets(results).find((check) => check.target.startsWith('fastest readonly path'));
+  return checkTargets(results).find((check) => check.target.startsWith(prefix));
 }
+
+const fastPathCheck = (cells: LatencyCell[]) => targetCheck(cells, 'fastest readonly path');
 
 describe('the bench target checks', () => {
   it('calls a missed target out of reach only when the bare reference misses it too', () => {
@@ -53,5 +60,52 @@ describe('the bench target checks', () => {
     const holds = fastPathCheck([cell('B', 'c1', 20), cell('C-fast', 'c1', 9), cell('B-LA', 'c1', 11)]);
     expect(holds).toMatchObject({ holds: true });
     expect(holds?.outOfReach).toBeUndefined();
+  });
+
+  it("pairs each repetition with B's block of the same repetition", () => {
+    const base = cell('B', 'c4', 20, [20, 25, 15]);
+    expect(
+      repetitionRatios(cell('C', 'c4', 22, [22, 25, 18]), base, 'p50Ms').map((r) => r.toFixed(2)),
+    ).toEqual(['1.10', '1.00', '1.20']);
+    // A cell that lost a repetition is not paired at all rather than paired wrongly.
+    expect(repetitionRatios(cell('C', 'c4', 22, [22, 25]), base, 'p50Ms')).toEqual([]);
+  });
+
+  it("says a miss is inside the run's noise only when every missing cell has a repetition that holds", () => {
+    const inside = targetCheck(
+      [
+        cell('B', 'c1', 20, [20, 20, 20]),
+        cell('C', 'c1', 23, [21, 23, 24]),
+        cell('B', 'c4', 50, [50, 50, 50]),
+        cell('C', 'c4', 54, [54, 56, 53]),
+      ],
+      'C p50',
+    );
+    expect(inside).toMatchObject({ holds: false });
+    expect(inside?.measured).toBe('c1: 1.15× ✗ {repetitions 1.05–1.20×}, c4: 1.08× {repetitions 1.06–1.12×}');
+    expect(inside?.insideSpread).toContain('noise');
+    expect(missNote(inside!)).toContain('noise');
+
+    const outside = targetCheck(
+      [
+        cell('B', 'c1', 20, [20, 20, 20]),
+        cell('C', 'c1', 23, [21, 23, 24]),
+        cell('B', 'c4', 50, [50, 50, 50]),
+        cell('C', 'c4', 60, [58, 60, 62]),
+      ],
+      'C p50',
+    );
+    expect(outside).toMatchObject({ holds: false });
+    expect(outside?.insideSpread).toBeUndefined();
+    expect(missNote(outside!)).toBe('');
+
+    // Out of reach takes precedence: the reference says more than the spread does.
+    const reach = fastPathCheck([
+      cell('B', 'c1', 20, [20, 20]),
+      cell('C-fast', 'c1', 14, [9, 14]),
+      cell('B-LA', 'c1', 11),
+    ]);
+    expect(reach?.outOfReach).toContain('B-LA');
+    expect(reach?.insideSpread).toBeUndefined();
   });
 });
