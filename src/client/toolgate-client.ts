@@ -90,6 +90,8 @@ interface CallHistory {
   readonly startNonce: unknown;
   /** Present only when that run completed. */
   readonly record?: CallRecord;
+  /** Whether the page held the whole history; when not, a close event may lie past it. */
+  readonly whole: boolean;
 }
 
 /** A programming error in how toolgate is called: wrong context, missing signer. Not a model error. */
@@ -173,7 +175,9 @@ export class ToolgateClient {
       // The key's call is closed and keeps its key: same arguments get the stored record. The
       // refused start means the key's latest run completed, so a completed history is that run's.
       const seen = await peek;
-      const closed = seen?.record ? seen : await this.#readCall(id);
+      // Read again only where that can help: the call may have closed since a read that found
+      // nothing or held its whole history. Past one page the close event is out of a page's reach.
+      const closed = seen?.record || (seen && !seen.whole) ? seen : await this.#readCall(id);
       if (closed?.record) {
         if (closed.fingerprint !== fingerprint) return refuse('KEY_MISMATCH', keyMismatchMessage(id));
         return { callId: id, runId: closed.record.runId, disposition: 'existing', record: closed.record };
@@ -220,7 +224,7 @@ export class ToolgateClient {
       // One page only. A toolgate call's history is a dozen events; one that signals (forged
       // decisions, say) have made long is not read whole on every start with its key: without the
       // close event on this page, the caller asks the slower way, which reads only that event.
-      const { history } = await this.temporal.workflowService.getWorkflowExecutionHistory({
+      const { history, nextPageToken } = await this.temporal.workflowService.getWorkflowExecutionHistory({
         namespace: this.temporal.options.namespace,
         execution: { workflowId: callId },
         maximumPageSize: historyPeekBatches,
@@ -234,6 +238,7 @@ export class ToolgateClient {
         runId: started.originalExecutionRunId,
         fingerprint: memo?.['fingerprint'],
         startNonce: memo?.['startNonce'],
+        whole: !nextPageToken?.length,
       };
       const completed = events?.at(-1)?.workflowExecutionCompletedEventAttributes;
       if (!completed) return seen;

@@ -504,10 +504,13 @@ describe('the five gates against a real dev server', () => {
       expect((await watched.approve(first.callId, { approver: 'alice' })).accepted).toBe(true);
       const record = await watched.result(first.callId);
       expect(record).toMatchObject({ status: 'succeeded', effect: 'applied' });
-      // Closed, its close event beyond the first page: served the slower way, with no paging.
+      // Closed, its close event beyond the first page: served the slower way, with no paging, and
+      // without reading that first page a second time (the close event could not be on it).
+      peeks.length = 0;
       const again = await watched.start(transfer('t-long'), agent);
       expect(again).toMatchObject({ disposition: 'existing', runId: first.runId, record });
       expect(pagedReads).toBe(0);
+      expect(peeks).toHaveLength(1);
     });
   });
 });
