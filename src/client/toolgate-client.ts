@@ -1,9 +1,12 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import {
   type Client,
+  type WorkflowClient,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowNotFoundError,
+  type WorkflowService,
 } from '@temporalio/client';
 import { ApplicationFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import {
@@ -94,6 +97,49 @@ interface CallHistory {
   readonly whole: boolean;
 }
 
+/** What the server answered one start: whether it created the run (false: it joined a running one). */
+interface StartAnswer {
+  started?: boolean;
+}
+
+const startAnswers = new AsyncLocalStorage<StartAnswer>();
+
+/**
+ * The caller's own workflow client, seen through an object that keeps the `started` flag of the
+ * server's answer to a start, which `WorkflowClient.start` drops (TypeScript SDK 1.24). With it, a
+ * keyed start that created its run knows the run is its own and needs no `describe()` to find out.
+ * Everything else is the caller's client, reached through the prototype: its interceptors, data
+ * converter, identity and any subclass of theirs. Where the flag is not seen (a server without it,
+ * or an SDK that reaches the service another way) a start reports nothing, and the caller asks the
+ * slower way.
+ */
+function answeringStarts(workflow: WorkflowClient): WorkflowClient {
+  let wrapped: { readonly base: WorkflowService; readonly service: WorkflowService } | undefined;
+  return Object.create(workflow, {
+    workflowService: {
+      get(): WorkflowService {
+        const base = workflow.workflowService;
+        if (wrapped?.base !== base) {
+          const service = new Proxy(base, {
+            get(target, property, receiver) {
+              const value = Reflect.get(target, property, receiver);
+              if (property !== 'startWorkflowExecution' || typeof value !== 'function') return value;
+              return async (request: Parameters<WorkflowService['startWorkflowExecution']>[0]) => {
+                const response = await value.call(target, request);
+                const answer = startAnswers.getStore();
+                if (answer) answer.started = response.started === true;
+                return response;
+              };
+            },
+          });
+          wrapped = { base, service };
+        }
+        return wrapped.service;
+      },
+    },
+  }) as WorkflowClient;
+}
+
 /** A programming error in how toolgate is called: wrong context, missing signer. Not a model error. */
 export class ToolgateUsageError extends Error {
   override readonly name = 'ToolgateUsageError';
@@ -109,9 +155,11 @@ export class ToolgateClient {
   readonly #options: ToolgateClientOptions;
   readonly #limits: PayloadLimits;
   readonly #workflowType: string;
+  readonly #starter: WorkflowClient;
 
   constructor(options: ToolgateClientOptions) {
     this.temporal = options.client;
+    this.#starter = answeringStarts(options.client.workflow);
     this.taskQueue = options.taskQueue ?? defaultTaskQueue;
     this.#options = options;
     this.#limits = options.limits ?? defaultPayloadLimits;
@@ -158,18 +206,21 @@ export class ToolgateClient {
     // call needs no describe. For a new key the read finds nothing: one cheap extra RPC, in parallel.
     const peek = key !== undefined && !options.replay ? this.#readCall(id) : undefined;
     let handle: Awaited<ReturnType<Client['workflow']['start']>>;
+    const answer: StartAnswer = {};
     try {
-      handle = await this.temporal.workflow.start(this.#workflowType, {
-        workflowId: id,
-        taskQueue: this.taskQueue,
-        args: [workflowRequest],
-        // Only a Completed run keeps its key; a Failed one (denied, or a retry-safe failure) frees it.
-        workflowIdReusePolicy: options.replay?.force ? 'ALLOW_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        memo: { fingerprint, startNonce },
-        typedSearchAttributes: prepared.searchAttributes,
-        ...(this.#options.eagerStart ? { requestEagerStart: true } : {}),
-      });
+      handle = await startAnswers.run(answer, () =>
+        this.#starter.start(this.#workflowType, {
+          workflowId: id,
+          taskQueue: this.taskQueue,
+          args: [workflowRequest],
+          // Only a Completed run keeps its key; a Failed one (denied, or a retry-safe failure) frees it.
+          workflowIdReusePolicy: options.replay?.force ? 'ALLOW_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          memo: { fingerprint, startNonce },
+          typedSearchAttributes: prepared.searchAttributes,
+          ...(this.#options.eagerStart ? { requestEagerStart: true } : {}),
+        }),
+      );
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
       // The key's call is closed and keeps its key: same arguments get the stored record. The
@@ -190,6 +241,15 @@ export class ToolgateClient {
       return { callId: id, runId: description.runId, disposition: 'existing', record: await this.result(id) };
     }
     if (key === undefined) {
+      return {
+        callId: id,
+        runId: handle.firstExecutionRunId,
+        disposition: 'started',
+        eagerlyStarted: handle.eagerlyStarted,
+      };
+    }
+    // The server created this run from this request: its arguments are these.
+    if (answer.started === true) {
       return {
         callId: id,
         runId: handle.firstExecutionRunId,

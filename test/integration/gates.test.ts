@@ -228,7 +228,15 @@ describe('the five gates against a real dev server', () => {
 
   it('gives 50 concurrent callers with one key exactly one side effect and the same record', async () => {
     const request = { tool: 'write_report', input: { path: 'fifty.md', content: 'once' }, key: 'fifty' };
-    const records = await Promise.all(Array.from({ length: 50 }, () => harness.client.call(request, agent)));
+    const starts = await Promise.all(Array.from({ length: 50 }, () => harness.client.start(request, agent)));
+    // One of them created the run; every other one joined it, running or closed.
+    expect(starts.filter((start) => start.disposition === 'started')).toHaveLength(1);
+    expect(starts.every((start) => ['started', 'attached', 'existing'].includes(start.disposition))).toBe(
+      true,
+    );
+    const records = await Promise.all(
+      starts.map((start) => start.record ?? harness.client.result(start.callId, start.runId)),
+    );
     expect(new Set(records.map((record) => JSON.stringify(record))).size).toBe(1);
     expect(records[0]).toMatchObject({ status: 'succeeded', effect: 'applied' });
     const writes = (await executions('write_report')).filter((line) => line['callId'] === records[0]!.callId);
@@ -300,9 +308,11 @@ describe('the five gates against a real dev server', () => {
       );
 
     it('joins a waiting call from its history alone, and refuses changed arguments while it waits', async () => {
-      // A client that counts describe() calls: joining a running call is answered by the history
-      // read made alongside the start, so it needs none.
+      // A client that counts describe() calls: a new run is known from the server's answer to the
+      // start, and joining a running call is answered by the history read made alongside the
+      // start, so neither needs one. It counts starts too: the caller's interceptors see them.
       let describes = 0;
+      let starts = 0;
       const counting = watchedClient(harness, {
         interceptors: {
           workflow: [
@@ -311,12 +321,18 @@ describe('the five gates against a real dev server', () => {
                 describes++;
                 return next(input);
               },
+              async start(input, next) {
+                starts++;
+                return next(input);
+              },
             },
           ],
         },
       });
       const first = await counting.start(transfer('t-join'), agent);
       expect(first.disposition).toBe('started');
+      expect(describes).toBe(0);
+      expect(starts).toBe(1);
       await approvedRecord(first.callId);
       describes = 0;
       const joined = await counting.start(transfer('t-join'), agent);
@@ -331,9 +347,12 @@ describe('the five gates against a real dev server', () => {
       expect(records[0]).toMatchObject({ status: 'denied', reason: 'APPROVAL_REJECTED', effect: 'none' });
       expect(records[1]).toEqual(records[0]);
       // Rejected is a failed run: the key is free again, and a new start begins a new run.
+      const describesBefore = describes;
       const again = await counting.start(transfer('t-join'), agent);
       expect(again.disposition).toBe('started');
       expect(again.runId).not.toBe(first.runId);
+      expect(describes).toBe(describesBefore);
+      expect(starts).toBe(4);
       await approvedRecord(again.callId);
       expect((await counting.reject(again.callId, { approver: 'alice' })).accepted).toBe(true);
       expect(await counting.result(again.callId)).toMatchObject({ reason: 'APPROVAL_REJECTED' });
