@@ -214,14 +214,18 @@ function cellMetric(cell: LatencyCell, metric: RepetitionMetric): number {
 
 /**
  * The ratio in each repetition, against B's block of the same repetition (blocks are interleaved,
- * so the two ran minutes apart at most). Empty unless both cells kept every repetition.
+ * so the two ran minutes apart at most). Empty unless both cells kept every repetition with a
+ * figure: a block whose calls all failed has none (its percentiles read 0), and a ratio made from
+ * it would look like a pass.
  */
 export function repetitionRatios(cell: LatencyCell, base: LatencyCell, metric: RepetitionMetric): number[] {
   if (cell.repetitions.length !== base.repetitions.length) return [];
-  return cell.repetitions.flatMap((repetition, index) => {
-    const denominator = base.repetitions[index]![metric];
-    return denominator > 0 ? [repetition[metric] / denominator] : [];
-  });
+  const pairs = cell.repetitions.map((repetition, index) => [
+    repetition[metric],
+    base.repetitions[index]![metric],
+  ]);
+  if (pairs.some(([value, reference]) => !(value! > 0 && reference! > 0))) return [];
+  return pairs.map(([value, reference]) => value! / reference!);
 }
 
 const formatSpread = (ratios: readonly number[]) =>

@@ -97,9 +97,24 @@ interface CallHistory {
   readonly whole: boolean;
 }
 
-/** What the server answered one start: whether it created the run (false: it joined a running one). */
+/**
+ * One start's view of the server's answers. Only an answer to a request that carries this start's
+ * own nonce in its memo counts, so an interceptor that runs one caller's request in another's
+ * async context cannot hand a start someone else's answer.
+ */
 interface StartAnswer {
-  started?: boolean;
+  /** The memo value `startNonce` of this start's request, as the default converter encodes it. */
+  readonly nonceJson: string;
+  /** The run that a request of this start created, if the server said it created one. */
+  createdRunId?: string;
+}
+
+function isAnswerTo(
+  answer: StartAnswer,
+  request: Parameters<WorkflowService['startWorkflowExecution']>[0],
+): boolean {
+  const data = request.memo?.fields?.['startNonce']?.data;
+  return data != null && Buffer.from(data).toString('utf8') === answer.nonceJson;
 }
 
 const startAnswers = new AsyncLocalStorage<StartAnswer>();
@@ -109,9 +124,9 @@ const startAnswers = new AsyncLocalStorage<StartAnswer>();
  * server's answer to a start, which `WorkflowClient.start` drops (TypeScript SDK 1.24). With it, a
  * keyed start that created its run knows the run is its own and needs no `describe()` to find out.
  * Everything else is the caller's client, reached through the prototype: its interceptors, data
- * converter, identity and any subclass of theirs. Where the flag is not seen (a server without it,
- * or an SDK that reaches the service another way) a start reports nothing, and the caller asks the
- * slower way.
+ * converter and identity. Where the flag is not seen (a server without it, an SDK that reaches the
+ * service another way, a codec that encrypts the memo so the nonce cannot be matched) a start
+ * reports nothing, and the caller asks the slower way.
  */
 function answeringStarts(workflow: WorkflowClient): WorkflowClient {
   let wrapped: { readonly base: WorkflowService; readonly service: WorkflowService } | undefined;
@@ -127,7 +142,9 @@ function answeringStarts(workflow: WorkflowClient): WorkflowClient {
               return async (request: Parameters<WorkflowService['startWorkflowExecution']>[0]) => {
                 const response = await value.call(target, request);
                 const answer = startAnswers.getStore();
-                if (answer) answer.started = response.started === true;
+                if (answer && response.started === true && response.runId && isAnswerTo(answer, request)) {
+                  answer.createdRunId = response.runId;
+                }
                 return response;
               };
             },
@@ -206,7 +223,7 @@ export class ToolgateClient {
     // call needs no describe. For a new key the read finds nothing: one cheap extra RPC, in parallel.
     const peek = key !== undefined && !options.replay ? this.#readCall(id) : undefined;
     let handle: Awaited<ReturnType<Client['workflow']['start']>>;
-    const answer: StartAnswer = {};
+    const answer: StartAnswer = { nonceJson: JSON.stringify(startNonce) };
     try {
       handle = await startAnswers.run(answer, () =>
         this.#starter.start(this.#workflowType, {
@@ -249,7 +266,7 @@ export class ToolgateClient {
       };
     }
     // The server created this run from this request: its arguments are these.
-    if (answer.started === true) {
+    if (answer.createdRunId === handle.firstExecutionRunId) {
       return {
         callId: id,
         runId: handle.firstExecutionRunId,

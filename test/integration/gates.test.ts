@@ -358,6 +358,30 @@ describe('the five gates against a real dev server', () => {
       expect(await counting.result(again.callId)).toMatchObject({ reason: 'APPROVAL_REJECTED' });
     });
 
+    it("takes the server's answer to a start only from a request that carries the start's own nonce", async () => {
+      // An interceptor that rewrites the memo stands in for any request that is not this start's
+      // own (another caller's, run in this one's async context): its answer must not count. The
+      // start then asks the slower way (the parallel read or describe) and finds a run whose nonce
+      // is not its own, so it reports joining it; taking the answer would have said `started`.
+      const rewriting = watchedClient(harness, {
+        interceptors: {
+          workflow: [
+            {
+              async start(input, next) {
+                const memo = { ...input.options.memo, startNonce: 'foreign' };
+                return next({ ...input, options: { ...input.options, memo } });
+              },
+            },
+          ],
+        },
+      });
+      const started = await rewriting.start(transfer('t-foreign-nonce'), agent);
+      expect(started.disposition).toBe('attached');
+      await approvedRecord(started.callId);
+      expect((await rewriting.reject(started.callId, { approver: 'alice' })).accepted).toBe(true);
+      expect(await rewriting.result(started.callId)).toMatchObject({ reason: 'APPROVAL_REJECTED' });
+    });
+
     it('runs an approved call exactly once, bound to its arguments', async () => {
       const started = await harness.client.start(transfer('t-approve'), agent);
       const waiting = await approvedRecord(started.callId);

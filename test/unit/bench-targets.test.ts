@@ -69,6 +69,14 @@ describe('the bench target checks', () => {
     ).toEqual(['1.10', '1.00', '1.20']);
     // A cell that lost a repetition is not paired at all rather than paired wrongly.
     expect(repetitionRatios(cell('C', 'c4', 22, [22, 25]), base, 'p50Ms')).toEqual([]);
+    // Nor is one with a block whose calls all failed: its p50 reads 0, which is no figure at all.
+    expect(repetitionRatios(cell('C', 'c4', 22, [22, 0, 18]), base, 'p50Ms')).toEqual([]);
+    const failedBlock = targetCheck(
+      [cell('B', 'c1', 20, [20, 20, 20]), cell('C', 'c1', 25, [24, 0, 26])],
+      'C p50',
+    );
+    expect(failedBlock).toMatchObject({ holds: false, measured: 'c1: 1.25× ✗' });
+    expect(failedBlock?.insideSpread).toBeUndefined();
   });
 
   it("says a miss is inside the run's noise only when every missing cell has a repetition that holds", () => {
