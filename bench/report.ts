@@ -220,12 +220,12 @@ function cellMetric(cell: LatencyCell, metric: RepetitionMetric): number {
  */
 export function repetitionRatios(cell: LatencyCell, base: LatencyCell, metric: RepetitionMetric): number[] {
   if (cell.repetitions.length !== base.repetitions.length) return [];
-  const pairs = cell.repetitions.map((repetition, index) => [
+  const pairs = cell.repetitions.map((repetition, index): [number, number] => [
     repetition[metric],
     base.repetitions[index]![metric],
   ]);
-  if (pairs.some(([value, reference]) => !(value! > 0 && reference! > 0))) return [];
-  return pairs.map(([value, reference]) => value! / reference!);
+  if (pairs.some(([value, reference]) => !(value > 0 && reference > 0))) return [];
+  return pairs.map(([value, reference]) => value / reference);
 }
 
 const formatSpread = (ratios: readonly number[]) =>

@@ -257,16 +257,9 @@ export class ToolgateClient {
       }
       return { callId: id, runId: description.runId, disposition: 'existing', record: await this.result(id) };
     }
-    if (key === undefined) {
-      return {
-        callId: id,
-        runId: handle.firstExecutionRunId,
-        disposition: 'started',
-        eagerlyStarted: handle.eagerlyStarted,
-      };
-    }
-    // The server created this run from this request: its arguments are these.
-    if (answer.createdRunId === handle.firstExecutionRunId) {
+    // Without a key the run is new. With one, the server may say it created this run from this
+    // request, whose arguments are these.
+    if (key === undefined || answer.createdRunId === handle.firstExecutionRunId) {
       return {
         callId: id,
         runId: handle.firstExecutionRunId,

@@ -80,29 +80,24 @@ describe('the bench target checks', () => {
   });
 
   it("says a miss is inside the run's noise only when every missing cell has a repetition that holds", () => {
-    const inside = targetCheck(
-      [
-        cell('B', 'c1', 20, [20, 20, 20]),
-        cell('C', 'c1', 23, [21, 23, 24]),
-        cell('B', 'c4', 50, [50, 50, 50]),
-        cell('C', 'c4', 54, [54, 56, 53]),
-      ],
-      'C p50',
-    );
+    // The same miss at 1 caller (one repetition holds), with C at 4 callers as given.
+    const withC4 = (p50: number, repetitions: number[]) =>
+      targetCheck(
+        [
+          cell('B', 'c1', 20, [20, 20, 20]),
+          cell('C', 'c1', 23, [21, 23, 24]),
+          cell('B', 'c4', 50, [50, 50, 50]),
+          cell('C', 'c4', p50, repetitions),
+        ],
+        'C p50',
+      );
+    const inside = withC4(54, [54, 56, 53]);
     expect(inside).toMatchObject({ holds: false });
     expect(inside?.measured).toBe('c1: 1.15× ✗ {repetitions 1.05–1.20×}, c4: 1.08× {repetitions 1.06–1.12×}');
     expect(inside?.insideSpread).toContain('noise');
     expect(missNote(inside!)).toContain('noise');
 
-    const outside = targetCheck(
-      [
-        cell('B', 'c1', 20, [20, 20, 20]),
-        cell('C', 'c1', 23, [21, 23, 24]),
-        cell('B', 'c4', 50, [50, 50, 50]),
-        cell('C', 'c4', 60, [58, 60, 62]),
-      ],
-      'C p50',
-    );
+    const outside = withC4(60, [58, 60, 62]);
     expect(outside).toMatchObject({ holds: false });
     expect(outside?.insideSpread).toBeUndefined();
     expect(missNote(outside!)).toBe('');
