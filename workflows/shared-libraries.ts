@@ -1,6 +1,8 @@
 /**
  * The libraries every toolgate workflow uses, loaded once per workflow thread instead of once per
- * workflow (see `src/worker/shared-libraries.ts`, which preloads this module).
+ * workflow (see `src/worker/shared-libraries.ts`, which preloads this module, and toolgate's own
+ * `tool-call.ts` and `tool-undo.ts` with it: pure code and constants, which must stay free of
+ * module state that a workflow writes, since the SDK freezes every shared module).
  *
  * Temporal gives each workflow its own copy of every module it imports. For zod and the hash that
  * is most of a call's worker CPU: about 4 ms of module evaluation and garbage per workflow, measured

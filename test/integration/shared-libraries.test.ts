@@ -71,12 +71,18 @@ describe.each([
     await connection?.close();
   });
 
-  it(`${shareLibraries ? 'shares' : 'does not share'} zod between workflows`, async () => {
+  it(`${shareLibraries ? 'shares' : 'does not share'} zod and the gates between workflows`, async () => {
     const shared = await temporal.workflow.execute('zodIsShared', {
       workflowId: `shared-${randomUUID()}`,
       taskQueue,
     });
     expect(shared).toBe(shareLibraries);
+    // toolgate's own workflow modules are shared with the libraries, never without them.
+    const gates = await temporal.workflow.execute('gatesAreShared', {
+      workflowId: `gates-shared-${randomUUID()}`,
+      taskQueue,
+    });
+    expect(gates).toBe(shareLibraries);
   });
 
   it('accepts valid built-in formats, call after call', async () => {

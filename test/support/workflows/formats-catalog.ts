@@ -42,3 +42,8 @@ export const toolCall = createToolCallWorkflow(formatsCatalog);
 export async function zodIsShared(): Promise<boolean> {
   return Object.isFrozen(z.globalRegistry);
 }
+
+/** Whether toolgate's own workflow code (the gates) reached this workflow shared and frozen. */
+export async function gatesAreShared(): Promise<boolean> {
+  return Object.isFrozen(createToolCallWorkflow);
+}
