@@ -5,14 +5,16 @@ import { createCatalog, defineTool } from '../src/contracts/define-tool.ts';
  * The benchmark's tools. Every readonly variant (A, B, C, C-E, C-fast, D, D′) runs the same tool
  * body, so the only difference between variants is the path a call takes to reach it.
  */
-const readInput = z.strictObject({
-  item: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
-  /** Keeps a call running for a while, so a duplicate can join it (variant D′). 0 elsewhere. */
-  holdMs: z.number().int().min(0).max(10_000),
-});
+/** Lazy (see `defineTool`): a workflow builds only the schema of the tool it runs. */
+const readInput = () =>
+  z.strictObject({
+    item: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+    /** Keeps a call running for a while, so a duplicate can join it (variant D′). 0 elsewhere. */
+    holdMs: z.number().int().min(0).max(10_000),
+  });
 
 /** The arguments of every readonly bench tool, and of B's activity. */
-export type BenchReadInput = z.infer<typeof readInput>;
+export type BenchReadInput = z.infer<ReturnType<typeof readInput>>;
 
 export const benchRead = defineTool({
   name: 'bench_read',
@@ -42,10 +44,11 @@ export const benchWrite = defineTool({
 export const benchTransfer = defineTool({
   name: 'bench_transfer',
   description: 'Benchmark approval-tier tool, shaped like transfer_funds; waits for a human.',
-  input: z.strictObject({
-    reference: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
-    amountCents: z.number().int().min(1).max(1_000_000_00),
-  }),
+  input: () =>
+    z.strictObject({
+      reference: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+      amountCents: z.number().int().min(1).max(1_000_000_00),
+    }),
   tier: 'approval',
   timeoutMs: 15_000,
   approval: {

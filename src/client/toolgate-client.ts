@@ -18,7 +18,7 @@ import { releasedFailureType } from '../../workflows/tool-call.ts';
 import type { DecisionClaims, SignedDecision } from '../contracts/approval.ts';
 import { namePattern } from '../contracts/call-id.ts';
 import type { CallContext, CallRecord, ReplayInfo } from '../contracts/call-record.ts';
-import type { ToolCatalog } from '../contracts/define-tool.ts';
+import { checkCatalogSchemas, type ToolCatalog } from '../contracts/define-tool.ts';
 import { defaultPayloadLimits, type PayloadLimits } from '../contracts/limits.ts';
 import {
   abnormalCallRecord,
@@ -181,6 +181,8 @@ export class ToolgateClient {
     this.#options = options;
     this.#limits = options.limits ?? defaultPayloadLimits;
     this.#workflowType = options.workflowType ?? 'toolCall';
+    // A lazy schema with a mistake throws here, when the application starts, not at its first call.
+    if (options.catalog) checkCatalogSchemas(options.catalog);
   }
 
   /** Starts a call, or joins the running or closed call with the same key. Returns its ID. */

@@ -42,7 +42,13 @@ export interface ToolContract<Schema extends z.ZodType = z.ZodType> {
 export interface DefineToolOptions<Schema extends z.ZodType> {
   readonly name: string;
   readonly description: string;
-  readonly input: Schema;
+  /**
+   * The arguments' schema: a `z.strictObject(...)`, or a function that builds it. A function is
+   * called the first time the schema is needed, then never again. Use it in large catalogs: every
+   * workflow evaluates the catalog's module anew, so eager schemas cost every call the building of
+   * every tool's schema (30-40 µs each), where a lazy one costs only the tool called.
+   */
+  readonly input: Schema | (() => Schema);
   readonly output?: z.ZodType;
   readonly tier: SideEffectTier;
   readonly timeoutMs: number;
@@ -68,9 +74,7 @@ export function defineTool<Schema extends z.ZodType>(
       `Tool name ${JSON.stringify(options.name)} is invalid: use 1-64 letters, digits, _ or -, starting with a letter.`,
     );
   }
-  if (!(options.input instanceof z.ZodObject)) {
-    throw new TypeError(`Tool ${options.name}: input must be a z.strictObject(...) schema.`);
-  }
+  const input = inputSchema(options.name, options.input);
   if (!Number.isInteger(options.timeoutMs) || options.timeoutMs <= 0) {
     throw new TypeError(`Tool ${options.name}: timeoutMs must be a positive integer.`);
   }
@@ -93,10 +97,9 @@ export function defineTool<Schema extends z.ZodType>(
   }
   const retrySafe = tier === SideEffectTier.readonly || tier === SideEffectTier.reversible;
   const requestedAttempts = options.retry?.maximumAttempts ?? defaultMaximumAttempts(tier);
-  return Object.freeze({
+  const contract = {
     name: options.name,
     description: options.description,
-    input: options.input,
     ...(options.output ? { output: options.output } : {}),
     tier,
     timeoutMs: options.timeoutMs,
@@ -111,7 +114,39 @@ export function defineTool<Schema extends z.ZodType>(
     ...(options.compensation ? { compensation: options.compensation } : {}),
     ...(options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {}),
     fastPath: options.fastPath ?? false,
-  });
+  };
+  Object.defineProperty(contract, 'input', { get: input, enumerable: true });
+  return Object.freeze(contract) as ToolContract<Schema>;
+}
+
+/**
+ * The schema's getter. An eager schema is checked here, at definition time. A lazy one is built and
+ * checked on first use; a mistake in it throws then, every time, with the same message (the
+ * client checks every contract of its catalog when it is constructed, so it shows at start-up).
+ */
+function inputSchema<Schema extends z.ZodType>(name: string, input: Schema | (() => Schema)): () => Schema {
+  const check = (schema: unknown): Schema => {
+    if (!(schema instanceof z.ZodObject)) {
+      throw new TypeError(
+        `Tool ${name}: input must be a z.strictObject(...) schema${typeof input === 'function' ? ', or a function that returns one' : ''}.`,
+      );
+    }
+    return schema as unknown as Schema;
+  };
+  if (typeof input !== 'function') {
+    const schema = check(input);
+    return () => schema;
+  }
+  let built: Schema | undefined;
+  return () => {
+    built ??= check(input());
+    return built;
+  };
+}
+
+/** Builds every lazy schema of a catalog now, so that a mistake in one throws at start-up. */
+export function checkCatalogSchemas(catalog: ToolCatalog): void {
+  for (const name of Object.keys(catalog)) void catalog[name]?.input;
 }
 
 /** A set of contracts, looked up by own property only, because the name comes from the model. */

@@ -7,12 +7,13 @@ import { sandboxedRelativePath } from '../contracts/sandboxed-path.ts';
 export const readConfig = defineTool({
   name: 'read_config',
   description: 'Read one setting from the application configuration file.',
-  input: z.strictObject({
-    name: z
-      .string()
-      .regex(/^[A-Za-z0-9_.-]{1,64}$/)
-      .describe('The setting name.'),
-  }),
+  input: () =>
+    z.strictObject({
+      name: z
+        .string()
+        .regex(/^[A-Za-z0-9_.-]{1,64}$/)
+        .describe('The setting name.'),
+    }),
   tier: 'readonly',
   timeoutMs: 5_000,
 });
@@ -20,10 +21,11 @@ export const readConfig = defineTool({
 export const slowSearch = defineTool({
   name: 'slow_search',
   description: 'Search the archive. Slow; stops promptly when cancelled.',
-  input: z.strictObject({
-    query: z.string().min(1).max(500),
-    delayMs: z.number().int().min(0).max(60_000).describe('How long the search takes, in milliseconds.'),
-  }),
+  input: () =>
+    z.strictObject({
+      query: z.string().min(1).max(500),
+      delayMs: z.number().int().min(0).max(60_000).describe('How long the search takes, in milliseconds.'),
+    }),
   tier: 'readonly',
   timeoutMs: 30_000,
 });
@@ -31,10 +33,11 @@ export const slowSearch = defineTool({
 export const stubbornSearch = defineTool({
   name: 'stubborn_search',
   description: 'Search a legacy system that ignores cancellation.',
-  input: z.strictObject({
-    query: z.string().min(1).max(500),
-    delayMs: z.number().int().min(0).max(60_000),
-  }),
+  input: () =>
+    z.strictObject({
+      query: z.string().min(1).max(500),
+      delayMs: z.number().int().min(0).max(60_000),
+    }),
   tier: 'readonly',
   timeoutMs: 1_000,
   // One attempt, so its deadline is the caller's whole wait.
@@ -44,10 +47,13 @@ export const stubbornSearch = defineTool({
 export const writeReport = defineTool({
   name: 'write_report',
   description: 'Write a report file inside the reports sandbox. Creates new files only.',
-  input: z.strictObject({
-    path: sandboxedRelativePath().describe('A relative path inside the reports folder, e.g. q3/summary.md.'),
-    content: z.string().max(100_000),
-  }),
+  input: () =>
+    z.strictObject({
+      path: sandboxedRelativePath().describe(
+        'A relative path inside the reports folder, e.g. q3/summary.md.',
+      ),
+      content: z.string().max(100_000),
+    }),
   tier: 'irreversible',
   timeoutMs: 5_000,
 });
@@ -55,22 +61,23 @@ export const writeReport = defineTool({
 export const deleteEverything = defineTool({
   name: 'delete_everything',
   description: 'Delete all data. Registered so that the allowlist can refuse it.',
-  input: z.strictObject({ confirm: z.boolean() }),
+  input: () => z.strictObject({ confirm: z.boolean() }),
   tier: 'irreversible',
   timeoutMs: 5_000,
 });
 
-const transferInput = z.strictObject({
-  reference: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,64}$/)
-    .describe('A unique business reference for this transfer.'),
-  from: z.string().regex(/^[A-Z0-9-]{2,34}$/),
-  to: z.string().regex(/^[A-Z0-9-]{2,34}$/),
-  amountCents: z.number().int().positive().max(100_000_000),
-  currency: z.enum(['EUR', 'USD', 'GBP']),
-  memo: z.string().max(140).nullable(),
-});
+const transferInput = () =>
+  z.strictObject({
+    reference: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/)
+      .describe('A unique business reference for this transfer.'),
+    from: z.string().regex(/^[A-Z0-9-]{2,34}$/),
+    to: z.string().regex(/^[A-Z0-9-]{2,34}$/),
+    amountCents: z.number().int().positive().max(100_000_000),
+    currency: z.enum(['EUR', 'USD', 'GBP']),
+    memo: z.string().max(140).nullable(),
+  });
 
 export const transferFunds = defineTool({
   name: 'transfer_funds',
@@ -91,10 +98,11 @@ export const transferFunds = defineTool({
 export const addLabel = defineTool({
   name: 'add_label',
   description: 'Add a label to an item. Can be undone.',
-  input: z.strictObject({
-    item: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
-    label: z.string().regex(/^[a-z0-9-]{1,32}$/),
-  }),
+  input: () =>
+    z.strictObject({
+      item: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+      label: z.string().regex(/^[a-z0-9-]{1,32}$/),
+    }),
   tier: 'reversible',
   timeoutMs: 5_000,
   compensation: 'remove_label',
@@ -104,11 +112,12 @@ export const httpFetch = defineTool({
   name: 'http_fetch',
   description:
     'Fetch a public web page or API response over http(s) with GET. Private, internal and metadata addresses are refused.',
-  input: z.strictObject({
-    // The lexical half of safeUrl. Ports and hosts are the worker's configuration, checked again
-    // there with the address after the single DNS resolution.
-    url: safeUrlSchema({ ports: 'any' }).describe('An absolute http or https URL.'),
-  }),
+  input: () =>
+    z.strictObject({
+      // The lexical half of safeUrl. Ports and hosts are the worker's configuration, checked again
+      // there with the address after the single DNS resolution.
+      url: safeUrlSchema({ ports: 'any' }).describe('An absolute http or https URL.'),
+    }),
   tier: 'readonly',
   timeoutMs: 10_000,
   retry: { maximumAttempts: 3, initialIntervalMs: 200, maximumIntervalMs: 1_000 },

@@ -1,12 +1,19 @@
 import { generateKeyPairSync } from 'node:crypto';
+import type { Client } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { verifySignedDecision } from '../../../activities/create-activities.ts';
 import { createApprovalSigner, decisionClaims } from '../../../src/client/approval-signer.ts';
+import { ToolgateClient } from '../../../src/client/toolgate-client.ts';
 import { callId, toolSegment } from '../../../src/contracts/call-id.ts';
 import type { CallRecord } from '../../../src/contracts/call-record.ts';
 import { canonicalJson } from '../../../src/contracts/canonical-json.ts';
-import { createCatalog, defineTool, lookupTool } from '../../../src/contracts/define-tool.ts';
+import {
+  checkCatalogSchemas,
+  createCatalog,
+  defineTool,
+  lookupTool,
+} from '../../../src/contracts/define-tool.ts';
 import { callFingerprint, sha256Hex } from '../../../src/contracts/fingerprint.ts';
 import { checkInputLimits, utf8Length } from '../../../src/contracts/limits.ts';
 import { reasonCodes, retryableReasonCodes } from '../../../src/contracts/reason-codes.ts';
@@ -100,6 +107,48 @@ describe('defineTool', () => {
     expect(() => createCatalog([lookupTool(catalog, 'look')!, lookupTool(catalog, 'look')!])).toThrow(
       /twice/,
     );
+  });
+  it('builds a lazy input schema on first use, once, and validates with it', () => {
+    let builds = 0;
+    const lazy = defineTool({
+      name: 'lazy',
+      description: 'd',
+      input: () => {
+        builds += 1;
+        return z.strictObject({ n: z.number().int() });
+      },
+      tier: 'readonly',
+      timeoutMs: 1,
+    });
+    const catalog = createCatalog([lazy]);
+    expect(builds).toBe(0);
+    expect(lazy.input.safeParse({ n: 1 }).success).toBe(true);
+    expect(lazy.input.safeParse({ n: 1.5 }).success).toBe(false);
+    expect(lazy.input.safeParse({ n: 1, extra: true }).success).toBe(false);
+    checkCatalogSchemas(catalog);
+    expect(builds).toBe(1);
+    // The contract stays frozen: its schema cannot be swapped.
+    expect(() => {
+      (lazy as { input: unknown }).input = z.strictObject({});
+    }).toThrow(TypeError);
+  });
+  it('reports a lazy schema that is not an object schema when it is checked, every time', () => {
+    const wrong = defineTool({
+      name: 'wrong',
+      description: 'd',
+      input: () => z.string() as never,
+      tier: 'readonly',
+      timeoutMs: 1,
+    });
+    const catalog = createCatalog([wrong]);
+    // A client given the catalog finds the mistake when it is constructed, before any call.
+    const temporal = { workflow: {} } as unknown as Client;
+    expect(() => new ToolgateClient({ client: temporal, catalog })).toThrow(/wrong: input must be/);
+    for (let i = 0; i < 2; i++) {
+      expect(() => checkCatalogSchemas(catalog)).toThrow(
+        /wrong: input must be a z\.strictObject\(\.\.\.\) schema, or a function/,
+      );
+    }
   });
 });
 
