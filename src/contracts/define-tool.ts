@@ -121,8 +121,9 @@ export function defineTool<Schema extends z.ZodType>(
 
 /**
  * The schema's getter. An eager schema is checked here, at definition time. A lazy one is built and
- * checked on first use; a mistake in it throws then, every time, with the same message (the
- * client checks every contract of its catalog when it is constructed, so it shows at start-up).
+ * checked on first use; a mistake in it throws then, every time, with the same message (a
+ * client checks every contract of its catalog when it is constructed; inside a workflow the
+ * validation gate turns the throw into an INVALID_INPUT denial).
  */
 function inputSchema<Schema extends z.ZodType>(name: string, input: Schema | (() => Schema)): () => Schema {
   const check = (schema: unknown): Schema => {

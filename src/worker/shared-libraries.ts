@@ -4,11 +4,12 @@ import type { BundleOptions } from '@temporalio/worker';
 /**
  * Bundler options that load zod, the hash and toolgate's own workflow code once per workflow thread
  * instead of once per workflow. Measured: about 4 ms less worker CPU per call for zod and the hash
- * (round 3), and about 0.4 ms more for toolgate's workflow modules (round 7; docs/benchmarks.md).
+ * (round 3), and about 0.4 ms less for toolgate's workflow modules (round 7; docs/benchmarks.md).
  * What sharing asks of workflow code is written in `workflows/shared-libraries.ts`.
  *
  * The catalog is not shared: it is the user's module, its zod schemas keep lazy state that a frozen
- * object cannot take, and its contracts may hold code of their own. Each workflow still builds it.
+ * object cannot take, and its contracts may hold code of their own (and the SDK's freeze would read, so build, every lazy
+ * schema). Never preload a module that defines contracts. Each workflow still builds the catalog.
  */
 export function sharedLibrariesBundlerOptions(): Pick<BundleOptions, 'preloadModules' | 'webpackConfigHook'> {
   return {

@@ -9,7 +9,12 @@ import { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import { createWorker } from '../../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
 import { agent } from '../support/harness.ts';
-import { brokenSchema, checkFormats, formatsCatalog } from '../support/workflows/formats-catalog.ts';
+import {
+  brokenLazySchema,
+  brokenSchema,
+  checkFormats,
+  formatsCatalog,
+} from '../support/workflows/formats-catalog.ts';
 
 const workflowsPath = fileURLToPath(new URL('../support/workflows/formats-catalog.ts', import.meta.url));
 
@@ -47,8 +52,9 @@ describe.each([
       tools: [
         implementTool(checkFormats, async ({ input }) => ({ accepted: input })),
         implementTool(brokenSchema, async () => ({ ran: true })),
+        implementTool(brokenLazySchema, async () => ({ ran: true })),
       ],
-      policy: { allow: [checkFormats.name, brokenSchema.name] },
+      policy: { allow: [checkFormats.name, brokenSchema.name, brokenLazySchema.name] },
       approvalPublicKeys: [generateKeyPairSync('ed25519').publicKey],
     });
     worker = await createWorker({
@@ -105,6 +111,12 @@ describe.each([
     const record = await client.call({ tool: 'check_formats', input: { ...validInput, ...change } }, agent);
     expect(record).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none' });
     expect(record.message).toContain(`${field}:`);
+  });
+
+  it('denies a call whose lazy schema cannot be built, instead of holding it open', async () => {
+    const record = await client.call({ tool: 'broken_lazy_schema', input: { text: 'abc' } }, agent);
+    expect(record).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none' });
+    expect(record.message).toContain("the tool's schema failed while checking them (SyntaxError)");
   });
 
   it('denies a call whose schema throws, instead of holding it open', async () => {

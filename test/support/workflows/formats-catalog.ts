@@ -34,9 +34,21 @@ export const brokenSchema = defineTool({
   timeoutMs: 5_000,
 });
 
+/** A lazy schema whose builder fails: the mistake is met inside the workflow, at the first call. */
+export const brokenLazySchema = defineTool({
+  name: 'broken_lazy_schema',
+  description: 'A tool whose lazy schema cannot be built.',
+  input: () => {
+    throw new SyntaxError('the schema module is broken');
+  },
+  tier: 'readonly',
+  timeoutMs: 5_000,
+});
+
+/** The client's catalog. A client given `brokenLazySchema` would refuse to start, by design. */
 export const formatsCatalog = createCatalog([checkFormats, brokenSchema]);
 
-export const toolCall = createToolCallWorkflow(formatsCatalog);
+export const toolCall = createToolCallWorkflow(createCatalog([checkFormats, brokenSchema, brokenLazySchema]));
 
 /** Whether zod reached this workflow as a shared (frozen) module or as its own copy. */
 export async function zodIsShared(): Promise<boolean> {

@@ -16,6 +16,7 @@ import {
 } from '../../../src/contracts/define-tool.ts';
 import { callFingerprint, sha256Hex } from '../../../src/contracts/fingerprint.ts';
 import { checkInputLimits, utf8Length } from '../../../src/contracts/limits.ts';
+import { deriveCallKey } from '../../../src/contracts/prepare-call.ts';
 import { reasonCodes, retryableReasonCodes } from '../../../src/contracts/reason-codes.ts';
 import { isToolAllowed } from '../../../src/policy/allowlist.ts';
 import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
@@ -131,6 +132,27 @@ describe('defineTool', () => {
     expect(() => {
       (lazy as { input: unknown }).input = z.strictObject({});
     }).toThrow(TypeError);
+  });
+  it('derives no business key from a schema that throws, instead of throwing (agent workflows call this)', () => {
+    const context = { tenant: 't', principal: 'p', principalKind: 'agent' } as const;
+    let fail = true;
+    const keyed = defineTool({
+      name: 'keyed',
+      description: 'd',
+      input: () => {
+        if (fail) throw new RangeError('cannot build');
+        return z.strictObject({ ref: z.string() });
+      },
+      tier: 'reversible',
+      timeoutMs: 1,
+      idempotencyKey: (input) => `ref-${input.ref}`,
+    });
+    const catalog = createCatalog([keyed]);
+    const request = { tool: 'keyed', input: { ref: 'a' } };
+    expect(deriveCallKey(request, context, { catalog })).toBeUndefined();
+    expect(deriveCallKey(request, context, { catalog, keyFor: () => 'fallback' })).toBe('fallback');
+    fail = false;
+    expect(deriveCallKey(request, context, { catalog })).toBe('ref-a');
   });
   it('reports a lazy schema that is not an object schema when it is checked, every time', () => {
     const wrong = defineTool({
