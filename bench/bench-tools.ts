@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { implementTool, type ToolImplementation } from '../activities/tool-implementation.ts';
 import type { CallContext } from '../src/contracts/call-record.ts';
-import { lookupTool } from '../src/contracts/define-tool.ts';
+import { checkInput, lookupTool } from '../src/contracts/define-tool.ts';
 import { callFingerprint } from '../src/contracts/fingerprint.ts';
 import { checkInputLimits, defaultPayloadLimits } from '../src/contracts/limits.ts';
 import { isToolAllowed } from '../src/policy/allowlist.ts';
@@ -56,7 +56,7 @@ export async function callInProcess(
   const contract = lookupTool(benchCatalog, tool);
   if (!contract || !isToolAllowed(benchAllowlist, tool, context.tenant)) throw new Error('not allowed');
   if (checkInputLimits(input, defaultPayloadLimits)) throw new Error('too large');
-  const parsed = contract.input.safeParse(input);
+  const parsed = checkInput(contract, input);
   if (!parsed.success) throw new Error('invalid input');
   const output = await benchToolBody(parsed.data as BenchReadInput, counter);
   return { fingerprint, output };

@@ -249,6 +249,7 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
     let referenceMissesToo = true;
     let everyMissInsideSpread = true;
     const passes = (value: number) => (direction === 'at most' ? value <= limit : value >= limit);
+    const better = (value: number, than: number) => (direction === 'at most' ? value < than : value > than);
     for (const condition of conditions) {
       if (options.onlyClosed && condition === 'open') continue;
       const base = find(cells, 'B', condition);
@@ -257,13 +258,7 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
         .filter((cell): cell is LatencyCell => cell !== undefined);
       if (!base || candidates.length === 0) continue;
       const best = candidates.reduce((winner, cell) =>
-        direction === 'at most'
-          ? cellMetric(cell, metric) < cellMetric(winner, metric)
-            ? cell
-            : winner
-          : cellMetric(cell, metric) > cellMetric(winner, metric)
-            ? cell
-            : winner,
+        better(cellMetric(cell, metric), cellMetric(winner, metric)) ? cell : winner,
       );
       const value = cellMetric(best, metric) / cellMetric(base, metric);
       const ok = passes(value);

@@ -24,7 +24,7 @@ import type {
 import { ToolFailureType } from '../src/contracts/activity-types.ts';
 import type { DecisionClaims } from '../src/contracts/approval.ts';
 import type { CallEffect, CallRecord, CallStatus } from '../src/contracts/call-record.ts';
-import { lookupTool, type ToolCatalog, type ToolContract } from '../src/contracts/define-tool.ts';
+import { checkInput, lookupTool, type ToolCatalog, type ToolContract } from '../src/contracts/define-tool.ts';
 import { callFingerprint } from '../src/contracts/fingerprint.ts';
 import { checkInputLimits, defaultPayloadLimits, type PayloadLimits } from '../src/contracts/limits.ts';
 import { leanGatesProtocol, type ToolCallRequest } from '../src/contracts/prepare-call.ts';
@@ -490,27 +490,26 @@ interface Issue {
 type Validation = { success: true; data: unknown } | { success: false; error: { issues: readonly Issue[] } };
 
 function safeValidate(tool: ToolContract, input: unknown): Validation {
-  try {
-    return tool.input.safeParse(input) as Validation;
-  } catch (error) {
-    // The model reads only the error's kind; the operator log has its message.
-    const kind = error instanceof Error ? error.name.slice(0, 64) : typeof error;
-    log.error('the tool schema threw while validating arguments', {
-      tool: tool.name,
-      error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-    });
-    return {
-      success: false,
-      error: {
-        issues: [
-          {
-            path: [],
-            message: `the tool's schema failed while checking them (${kind}); tell the tool's owner`,
-          },
-        ],
-      },
-    };
-  }
+  const checked = checkInput(tool, input);
+  if (!('thrown' in checked)) return checked as Validation;
+  const error = checked.thrown;
+  // The model reads only the error's kind; the operator log has its message.
+  const kind = error instanceof Error ? error.name.slice(0, 64) : typeof error;
+  log.error('the tool schema threw while validating arguments', {
+    tool: tool.name,
+    error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+  });
+  return {
+    success: false,
+    error: {
+      issues: [
+        {
+          path: [],
+          message: `the tool's schema failed while checking them (${kind}); tell the tool's owner`,
+        },
+      ],
+    },
+  };
 }
 
 function summarizeIssues(issues: readonly Issue[]): string {

@@ -145,9 +145,26 @@ function inputSchema<Schema extends z.ZodType>(name: string, input: Schema | (()
   };
 }
 
+/**
+ * Checks arguments against a contract's schema, and never throws: a schema that throws (a lazy one
+ * that fails to build, a refinement with a bug) comes back as `thrown`. Every gate that validates
+ * goes through here, in the workflow and in the client's key derivation alike.
+ */
+export function checkInput(
+  contract: ToolContract,
+  input: unknown,
+): z.ZodSafeParseResult<unknown> | { readonly success: false; readonly thrown: unknown } {
+  try {
+    // The schema is read inside the `try` too: a lazy schema is built on its first read.
+    return contract.input.safeParse(input);
+  } catch (thrown) {
+    return { success: false, thrown };
+  }
+}
+
 /** Builds every lazy schema of a catalog now, so that a mistake in one throws at start-up. */
 export function checkCatalogSchemas(catalog: ToolCatalog): void {
-  for (const name of Object.keys(catalog)) void catalog[name]?.input;
+  for (const contract of Object.values(catalog)) void contract.input;
 }
 
 /** A set of contracts, looked up by own property only, because the name comes from the model. */

@@ -1,7 +1,7 @@
 import type { SearchAttributePair } from '@temporalio/common';
 import { describeKeyRules, idempotencyKeyPattern, callId as makeCallId } from './call-id.ts';
 import type { CallContext, CallRecord, CallStatus, ReplayInfo } from './call-record.ts';
-import { lookupTool, type ToolCatalog, type ToolContract } from './define-tool.ts';
+import { checkInput, lookupTool, type ToolCatalog } from './define-tool.ts';
 import { callFingerprint } from './fingerprint.ts';
 import { checkInputLimits, defaultPayloadLimits, type PayloadLimits } from './limits.ts';
 import type { ReasonCode } from './reason-codes.ts';
@@ -81,19 +81,10 @@ export function deriveCallKey(
     // A schema that throws (a lazy one that fails to build, a refinement with a bug) counts as
     // invalid: this also runs inside agent workflows, where a throw would fail the workflow task
     // and hold the agent until a new release. The gate then denies the call INVALID_INPUT.
-    const parsed = parseOrUndefined(contract, request.input);
-    if (parsed?.success) return contract.idempotencyKey(parsed.data as never);
+    const parsed = checkInput(contract, request.input);
+    if (parsed.success) return contract.idempotencyKey(parsed.data as never);
   }
   return options.keyFor?.(request.tool, request.input, context);
-}
-
-/** Reads the schema inside the `try` too: a lazy schema is built on that first read. */
-function parseOrUndefined(contract: ToolContract, input: unknown) {
-  try {
-    return contract.input.safeParse(input);
-  } catch {
-    return undefined;
-  }
 }
 
 /**
