@@ -8,8 +8,9 @@ import type { BundleOptions } from '@temporalio/worker';
  * What sharing asks of workflow code is written in `workflows/shared-libraries.ts`.
  *
  * The catalog is not shared: it is the user's module, its zod schemas keep lazy state that a frozen
- * object cannot take, and its contracts may hold code of their own (and the SDK's freeze would read, so build, every lazy
- * schema). Never preload a module that defines contracts. Each workflow still builds the catalog.
+ * object cannot take, and its contracts may hold code of their own. The SDK's freeze would also
+ * read, and so build, every lazy schema. Never preload a module that defines contracts. Each
+ * workflow still builds the catalog.
  */
 export function sharedLibrariesBundlerOptions(): Pick<BundleOptions, 'preloadModules' | 'webpackConfigHook'> {
   return {
