@@ -3,12 +3,40 @@
  * own worker so that its workflows do not evaluate toolgate's modules (the catalog, zod schemas)
  * that a bare Temporal application would not have.
  */
-import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import {
+  proxyActivities,
+  proxyLocalActivities,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
 import type { BenchReadInput } from './bench-catalog.ts';
 
-/** The activity variant B calls: the same tool body as bench_read, with no gates around it. */
+/** The activities of the bare worker: the same tool body as bench_read, with no gates around it. */
 export interface BareActivities {
   benchTool(input: BenchReadInput): Promise<unknown>;
+  /** B-idx's activity: takes and returns what C's `runTool` does, and only runs the tool body. */
+  benchIndexedTool(request: BareIndexedToolRequest): Promise<{ output: unknown; attempt: number }>;
+}
+
+/** B-idx's start request: the fields and size of C's, none of them checked. */
+export interface BareIndexedRequest {
+  readonly tool: string;
+  readonly input: BenchReadInput;
+  readonly context: { readonly tenant: string; readonly principal: string; readonly principalKind: string };
+  readonly fingerprint: string;
+  readonly protocol: number;
+}
+
+/** B-idx's activity input: the fields and size of C's `runTool` request. */
+export interface BareIndexedToolRequest {
+  readonly admit: boolean;
+  readonly callId: string;
+  readonly tool: string;
+  readonly input: BenchReadInput;
+  readonly tier: string;
+  readonly timeoutMs: number;
+  readonly context: BareIndexedRequest['context'];
 }
 
 const bare = proxyActivities<BareActivities>({
@@ -24,6 +52,67 @@ const bareLocal = proxyLocalActivities<BareActivities>({
 /** Variant B (and B-E): bare Temporal, one workflow running one regular activity. */
 export async function bareCall(input: BenchReadInput): Promise<unknown> {
   return await bare.benchTool(input);
+}
+
+// C's activity options for bench_read, as its history shows them: start-to-close past the tool's
+// deadline, a heartbeat timeout, and the tool's retry policy.
+const bareIndexed = proxyActivities<BareActivities>({
+  startToCloseTimeout: '16 seconds',
+  heartbeatTimeout: '2 seconds',
+  retry: {
+    maximumAttempts: 3,
+    initialInterval: '200 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '5 seconds',
+    nonRetryableErrorTypes: ['ToolDenied', 'ToolOutputTooLarge', 'ToolMissingImplementation'],
+  },
+});
+
+/**
+ * Variant B-idx: bare Temporal recording a call the way DESIGN §7 asks toolgate to, with none of
+ * toolgate's code. The client sends C's start (the six search attributes, the memo, the request,
+ * the ID policies); the workflow runs one activity with C's options and payload, writes the final
+ * status and effect as C does, and returns a result the shape and size of C's record. No gate runs:
+ * no fingerprint, no allowlist, no schema, no admission, no executor. C against B-idx is what the
+ * gates cost; B-idx against B is what the index and the record cost Temporal.
+ */
+export async function bareIndexedCall(request: BareIndexedRequest): Promise<unknown> {
+  const { workflowId, runId } = workflowInfo();
+  const pendingAt = new Date().toISOString();
+  const result = await bareIndexed.benchIndexedTool({
+    admit: true,
+    callId: workflowId,
+    tool: request.tool,
+    input: request.input,
+    tier: 'readonly',
+    timeoutMs: 15_000,
+    context: request.context,
+  });
+  upsertSearchAttributes([
+    { key: searchAttributeKeys.callStatus, value: 'succeeded' },
+    { key: searchAttributeKeys.callEffect, value: 'none' },
+  ]);
+  return {
+    callId: workflowId,
+    runId,
+    tool: request.tool,
+    tenant: request.context.tenant,
+    principal: request.context.principal,
+    principalKind: request.context.principalKind,
+    fingerprint: request.fingerprint,
+    input: request.input,
+    status: 'succeeded',
+    effect: 'none',
+    attempts: result.attempt,
+    transitions: [
+      { status: 'pending', at: pendingAt },
+      { status: 'running', at: pendingAt },
+      { status: 'succeeded', at: new Date().toISOString() },
+    ],
+    refusedDecisions: [],
+    tier: 'readonly',
+    output: result.output,
+  };
 }
 
 /**

@@ -11,6 +11,7 @@ export const variantNames = [
   'D',
   'D′',
   'I',
+  'B-idx',
   'B-LA',
   'B-0',
   'B-read',
@@ -28,6 +29,8 @@ export const variantDescriptions: Record<VariantName, string> = {
   D: 'duplicate of a closed call (same key): stored record, nothing runs',
   'D′': 'duplicate joining a running call (time to attach)',
   I: 'irreversible call with a fresh key',
+  'B-idx':
+    "floor for C: bare Temporal recording a call as DESIGN asks (C's search attributes, memo, activity options, status upsert and record size), no gates",
   'B-LA': 'bare Temporal fast path: the tool body as a local activity, eager start (C-fast without toolgate)',
   'B-0': 'floor: bare empty workflow, eager start, closed in its first task (no tool at all)',
   'B-read': "floor: one history read of D's closed call (one RPC, nothing else)",

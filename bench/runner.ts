@@ -3,11 +3,13 @@
  * the load generator (eager start needs the client on the worker's own connection, in the same
  * process), measures, and sends its results back over IPC.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
+import type { SearchAttributePair } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/create-activities.ts';
 import {
@@ -18,9 +20,11 @@ import {
 import { ToolgateClient } from '../src/client/toolgate-client.ts';
 import type { CallContext } from '../src/contracts/call-record.ts';
 import { callFingerprint } from '../src/contracts/fingerprint.ts';
+import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
 import { createWorker } from '../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../src/worker/runtime-logging.ts';
 import { decisionSignal } from '../workflows/messages.ts';
+import type { BareIndexedRequest, BareIndexedToolRequest } from './bare-workflows.ts';
 import { type BenchReadInput, benchCatalog } from './bench-catalog.ts';
 import {
   benchAllowlist,
@@ -148,7 +152,13 @@ async function startEnvironment(
       connection,
       taskQueue: bareTaskQueue,
       workflowsPath: bareWorkflowsPath,
-      activities: { benchTool: (input: BenchReadInput) => benchToolBody(input, counter) },
+      activities: {
+        benchTool: (input: BenchReadInput) => benchToolBody(input, counter),
+        benchIndexedTool: async (request: BareIndexedToolRequest) => ({
+          output: await benchToolBody(request.input, counter),
+          attempt: Context.current().info.attempt,
+        }),
+      },
       ...tuning,
     });
     bare = { worker: bareWorker, running: bareWorker.run(), taskQueue: bareTaskQueue };
@@ -182,6 +192,16 @@ function expectSucceeded(record: { status: string; reason?: string }, variant: s
     throw new Error(`${variant} call ended ${record.status} (${record.reason ?? 'no reason'})`);
   }
 }
+
+/** The search attributes C's client sets at start for bench_read, for B-idx to set the same. */
+const indexedAtStart: SearchAttributePair[] = [
+  { key: searchAttributeKeys.toolName, value: 'bench_read' },
+  { key: searchAttributeKeys.tenant, value: agent.tenant },
+  { key: searchAttributeKeys.principal, value: agent.principal },
+  { key: searchAttributeKeys.callStatus, value: 'pending' },
+  { key: searchAttributeKeys.callEffect, value: 'none' },
+  { key: searchAttributeKeys.toolTier, value: 'readonly' },
+];
 
 /** The operation each variant times. */
 function variantOperations(
@@ -268,6 +288,29 @@ function variantOperations(
       expectSucceeded(first, 'D′ leader');
       expectSucceeded(second, 'D′ duplicate');
       return { workflowId: leader.callId, latencyMicroseconds };
+    },
+    'B-idx': async (sequence) => {
+      // C's start as the server sees it (ID shape, policies, memo, search attributes, request),
+      // built with none of the client's checks: the fingerprint is random bytes of the same length.
+      const fingerprint = randomBytes(32).toString('hex');
+      const request: BareIndexedRequest = {
+        tool: 'bench_read',
+        input: readInput(sequence),
+        context: agent,
+        fingerprint,
+        protocol: 2,
+      };
+      const workflowId = `bare/bench/bench_read/~${randomUUID()}`;
+      await temporal.workflow.execute('bareIndexedCall', {
+        workflowId,
+        taskQueue: bareQueue(),
+        args: [request],
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        memo: { fingerprint, startNonce: randomUUID() },
+        typedSearchAttributes: indexedAtStart,
+      });
+      return { workflowId };
     },
     'B-LA': async (sequence) => bareEager('bareLocalCall', 'bare-local', sequence),
     'B-0': async (sequence) => bareEager('bareEmpty', 'bare-empty', sequence),

@@ -62,6 +62,37 @@ describe('the bench target checks', () => {
     expect(holds?.outOfReach).toBeUndefined();
   });
 
+  it("measures C's lines against B-idx, bare Temporal storing and indexing a call as DESIGN asks", () => {
+    const withFloor = (floorP50: number) =>
+      targetCheck(
+        [
+          cell('B', 'c1', 20),
+          cell('C', 'c1', 23),
+          cell('B-idx', 'c1', floorP50),
+          cell('B', 'c4', 50),
+          cell('C', 'c4', 52),
+          cell('B-idx', 'c4', 51),
+        ],
+        'C p50',
+      );
+    // The floor misses the line too where C misses it: out of reach, with the floor's figure shown.
+    const floorMisses = withFloor(22.4);
+    expect(floorMisses).toMatchObject({ holds: false });
+    expect(floorMisses?.measured).toBe('c1: 1.15× ✗ [B-idx 1.12×], c4: 1.04× [B-idx 1.02×]');
+    expect(floorMisses?.outOfReach).toContain('B-idx');
+    // The floor holds where C misses: the gates' own cost takes C over, so it is a plain miss.
+    const floorHolds = withFloor(21);
+    expect(floorHolds).toMatchObject({ holds: false });
+    expect(floorHolds?.outOfReach).toBeUndefined();
+    // The throughput line reads the same reference.
+    const throughput = targetCheck(
+      [cell('B', 'c1', 20), cell('C', 'c1', 25), cell('B-idx', 'c1', 24)],
+      'C throughput',
+    );
+    expect(throughput?.measured).toBe('c1: 0.80× ✗ [B-idx 0.83×]');
+    expect(throughput?.outOfReach).toContain('B-idx');
+  });
+
   it("pairs each repetition with B's block of the same repetition", () => {
     const base = cell('B', 'c4', 20, [20, 25, 15]);
     expect(
