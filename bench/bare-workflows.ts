@@ -9,6 +9,8 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { RunToolRequest, RunToolResult } from '../src/contracts/activity-types.ts';
+import type { ToolCallRequest } from '../src/contracts/prepare-call.ts';
 import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
 import type { BenchReadInput } from './bench-catalog.ts';
 
@@ -16,27 +18,7 @@ import type { BenchReadInput } from './bench-catalog.ts';
 export interface BareActivities {
   benchTool(input: BenchReadInput): Promise<unknown>;
   /** B-idx's activity: takes and returns what C's `runTool` does, and only runs the tool body. */
-  benchIndexedTool(request: BareIndexedToolRequest): Promise<{ output: unknown; attempt: number }>;
-}
-
-/** B-idx's start request: the fields and size of C's, none of them checked. */
-export interface BareIndexedRequest {
-  readonly tool: string;
-  readonly input: BenchReadInput;
-  readonly context: { readonly tenant: string; readonly principal: string; readonly principalKind: string };
-  readonly fingerprint: string;
-  readonly protocol: number;
-}
-
-/** B-idx's activity input: the fields and size of C's `runTool` request. */
-export interface BareIndexedToolRequest {
-  readonly admit: boolean;
-  readonly callId: string;
-  readonly tool: string;
-  readonly input: BenchReadInput;
-  readonly tier: string;
-  readonly timeoutMs: number;
-  readonly context: BareIndexedRequest['context'];
+  benchIndexedTool(request: RunToolRequest): Promise<RunToolResult>;
 }
 
 const bare = proxyActivities<BareActivities>({
@@ -76,7 +58,7 @@ const bareIndexed = proxyActivities<BareActivities>({
  * no fingerprint, no allowlist, no schema, no admission, no executor. C against B-idx is what the
  * gates cost; B-idx against B is what the index and the record cost Temporal.
  */
-export async function bareIndexedCall(request: BareIndexedRequest): Promise<unknown> {
+export async function bareIndexedCall(request: ToolCallRequest): Promise<unknown> {
   const { workflowId, runId } = workflowInfo();
   const pendingAt = new Date().toISOString();
   const result = await bareIndexed.benchIndexedTool({

@@ -9,7 +9,6 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
-import type { SearchAttributePair } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/create-activities.ts';
 import {
@@ -18,13 +17,13 @@ import {
   loadOrCreateApprovalKeys,
 } from '../src/client/approval-signer.ts';
 import { ToolgateClient } from '../src/client/toolgate-client.ts';
+import type { RunToolRequest } from '../src/contracts/activity-types.ts';
 import type { CallContext } from '../src/contracts/call-record.ts';
 import { callFingerprint } from '../src/contracts/fingerprint.ts';
-import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
+import { leanGatesProtocol, prepareCall, type ToolCallRequest } from '../src/contracts/prepare-call.ts';
 import { createWorker } from '../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../src/worker/runtime-logging.ts';
 import { decisionSignal } from '../workflows/messages.ts';
-import type { BareIndexedRequest, BareIndexedToolRequest } from './bare-workflows.ts';
 import { type BenchReadInput, benchCatalog } from './bench-catalog.ts';
 import {
   benchAllowlist,
@@ -154,8 +153,8 @@ async function startEnvironment(
       workflowsPath: bareWorkflowsPath,
       activities: {
         benchTool: (input: BenchReadInput) => benchToolBody(input, counter),
-        benchIndexedTool: async (request: BareIndexedToolRequest) => ({
-          output: await benchToolBody(request.input, counter),
+        benchIndexedTool: async (request: RunToolRequest) => ({
+          output: await benchToolBody(request.input as BenchReadInput, counter),
           attempt: Context.current().info.attempt,
         }),
       },
@@ -193,15 +192,18 @@ function expectSucceeded(record: { status: string; reason?: string }, variant: s
   }
 }
 
-/** The search attributes C's client sets at start for bench_read, for B-idx to set the same. */
-const indexedAtStart: SearchAttributePair[] = [
-  { key: searchAttributeKeys.toolName, value: 'bench_read' },
-  { key: searchAttributeKeys.tenant, value: agent.tenant },
-  { key: searchAttributeKeys.principal, value: agent.principal },
-  { key: searchAttributeKeys.callStatus, value: 'pending' },
-  { key: searchAttributeKeys.callEffect, value: 'none' },
-  { key: searchAttributeKeys.toolTier, value: 'readonly' },
-];
+/**
+ * The search attributes C's client sets at start for bench_read, taken once from the client's own
+ * preparation so that B-idx sets exactly the same; B-idx's calls then run none of it.
+ */
+const indexedAtStart = (() => {
+  const prepared = prepareCall({ tool: 'bench_read', input: readInput(0) }, agent, {
+    catalog: benchCatalog,
+    unique: 'b-idx',
+  });
+  if (!prepared.ok) throw new Error(`bench_read did not prepare: ${prepared.record.message}`);
+  return prepared.searchAttributes;
+})();
 
 /** The operation each variant times. */
 function variantOperations(
@@ -293,12 +295,12 @@ function variantOperations(
       // C's start as the server sees it (ID shape, policies, memo, search attributes, request),
       // built with none of the client's checks: the fingerprint is random bytes of the same length.
       const fingerprint = randomBytes(32).toString('hex');
-      const request: BareIndexedRequest = {
+      const request: ToolCallRequest = {
         tool: 'bench_read',
         input: readInput(sequence),
         context: agent,
         fingerprint,
-        protocol: 2,
+        protocol: leanGatesProtocol,
       };
       const workflowId = `bare/bench/bench_read/~${randomUUID()}`;
       await temporal.workflow.execute('bareIndexedCall', {
