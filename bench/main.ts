@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { findTemporalCli, startDevServer, temporalCliVersion } from '../src/dev/index.ts';
+import { type BlockOrder, type BlockOrderKind, blockOrderKinds, freshSeed } from './block-order.ts';
 import { checkTargets, missNote, renderMarkdown, renderSvg } from './report.ts';
 import {
   type LatencyPhaseResult,
@@ -37,6 +38,8 @@ export interface BenchResults {
     readonly operationsPerBlock: Readonly<Record<string, number>>;
     readonly openLoopRatePerSecond: number;
     readonly openLoopDurationMs: number;
+    /** Absent in results written before round 10, whose blocks were `rotated`. */
+    readonly blockOrder?: BlockOrder;
   };
   readonly latency?: LatencyPhaseResult;
   readonly waiting?: WaitingPhaseResult;
@@ -68,6 +71,10 @@ Speed never fails the run; the exit code is 1 when any call of any variant faile
   --sqlite-pragma k=v        repeatable; replaces the default journal_mode=wal, synchronous=off
   --dynamic-config k=v       repeatable; extra dynamic config for the dev server
   --worker-tuning JSON       worker options, e.g. '{"maxCachedWorkflows":200}'
+  --order shuffled|rotated   block order per round: a fresh random permutation (default), or the
+                             first round's order rotated by one (each variant keeps its neighbour)
+  --seed N                   seed of the shuffled order (default random; every run records its seed,
+                             so --seed with the recorded value repeats a run's order)
   --output-name NAME         result file names under bench/results/ (default latest, or quick)
   --cpu-profile DIR          write a .cpuprofile per runner thread (open in Chrome DevTools)
   --help                     this text
@@ -101,6 +108,8 @@ function parseOptions() {
         scale: { type: 'string' },
         'cpu-profile': { type: 'string' },
         'waiting-cache': { type: 'string' },
+        order: { type: 'string', default: 'shuffled' },
+        seed: { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -140,6 +149,7 @@ interface BenchSettings {
   readonly outputName: string | undefined;
   readonly serverExtraArgs: string[];
   readonly cpuProfile: string | undefined;
+  readonly blockOrder: BlockOrder;
 }
 
 function checkOptions(values: ReturnType<typeof parseOptions>): BenchSettings {
@@ -168,6 +178,19 @@ function checkOptions(values: ReturnType<typeof parseOptions>): BenchSettings {
   if (outputName !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(outputName)) {
     throw new UsageError(`--output-name ${JSON.stringify(outputName)}: use 1-64 letters, digits, _ or -`);
   }
+  const orderKind = values.order ?? 'shuffled';
+  if (!(blockOrderKinds as readonly string[]).includes(orderKind)) {
+    throw new UsageError(`--order ${JSON.stringify(values.order)}: use ${blockOrderKinds.join(' or ')}`);
+  }
+  let seed = freshSeed();
+  if (values.seed !== undefined) {
+    seed = Number(values.seed);
+    if (!/^\d{1,10}$/.test(values.seed) || seed >= 2 ** 32) {
+      throw new UsageError(
+        `--seed ${JSON.stringify(values.seed)}: use a whole number from 0 to ${2 ** 32 - 1}, e.g. the seed a run recorded`,
+      );
+    }
+  }
   const pragmas = values['sqlite-pragma'] ?? [];
   const dynamicConfig = values['dynamic-config'] ?? [];
   for (const pair of [...pragmas, ...dynamicConfig]) {
@@ -190,6 +213,7 @@ function checkOptions(values: ReturnType<typeof parseOptions>): BenchSettings {
       ...dynamicConfig.flatMap((value) => ['--dynamic-config-value', value]),
     ],
     cpuProfile: values['cpu-profile'],
+    blockOrder: { kind: orderKind as BlockOrderKind, seed },
   };
 }
 
@@ -231,6 +255,7 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
       openLoopDurationMs: 1_000,
       duplicateHoldMs: 300,
       workerTuning: tuning,
+      blockOrder: options.blockOrder,
       waiting: {
         levels: waitingLevels ?? [50],
         cacheSize: 10,
@@ -263,6 +288,7 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
     openLoopDurationMs: 8_000,
     duplicateHoldMs: 300,
     workerTuning: tuning,
+    blockOrder: options.blockOrder,
     waiting: {
       levels: waitingLevels ?? [1_000, 5_000, 10_000],
       cacheSize: options.waitingCache ?? 100,
@@ -342,6 +368,11 @@ async function main(): Promise<number> {
   let latency: LatencyPhaseResult | undefined;
   let waiting: WaitingPhaseResult | undefined;
   const base = buildConfig(server.address, server.pid, directory);
+  log(
+    base.blockOrder.kind === 'shuffled'
+      ? `blocks in a shuffled order per round, seed ${base.blockOrder.seed} (--seed ${base.blockOrder.seed} repeats it)`
+      : 'blocks in a rotated order (each variant keeps its neighbour)',
+  );
   try {
     if (phase === 'all' || phase === 'latency') {
       const message = await runPhase({ ...base, mode: 'latency' });
@@ -395,6 +426,7 @@ async function main(): Promise<number> {
       operationsPerBlock: base.operationsPerBlock,
       openLoopRatePerSecond: base.openLoopRatePerSecond,
       openLoopDurationMs: base.openLoopDurationMs,
+      blockOrder: base.blockOrder,
     },
     ...(latency ? { latency } : {}),
     ...(waiting ? { waiting } : {}),

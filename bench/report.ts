@@ -1,3 +1,4 @@
+import type { BlockOrder } from './block-order.ts';
 import type { BenchResults } from './main.ts';
 import type { LatencyCell, TargetCheck, VariantName, WaitingPhaseResult } from './result-types.ts';
 import { variantDescriptions, variantNames } from './result-types.ts';
@@ -23,6 +24,11 @@ function find(
   return cells.find((cell) => cell.variant === variant && cell.condition === condition);
 }
 
+function blockOrderText(order: BlockOrder | undefined): string {
+  if (!order) return 'blocks rotated';
+  return order.kind === 'shuffled' ? `blocks shuffled (seed ${order.seed})` : 'blocks rotated';
+}
+
 /** The ratio table against B and the targets, as markdown. */
 export function renderMarkdown(results: BenchResults): string {
   const lines: string[] = [];
@@ -30,7 +36,8 @@ export function renderMarkdown(results: BenchResults): string {
   lines.push(`# toolgate benchmark${meta.quick ? ' (quick smoke run: figures are not meaningful)' : ''}`, '');
   lines.push(
     `${meta.startedAt} · ${meta.cores} cores (${meta.cpuModel}) · Node ${meta.node} · Temporal CLI ${meta.temporalCli} · ` +
-      `${meta.repetitions} repetition(s) · open loop ${meta.openLoopRatePerSecond}/s for ${meta.openLoopDurationMs / 1000} s`,
+      `${meta.repetitions} repetition(s) · open loop ${meta.openLoopRatePerSecond}/s for ${meta.openLoopDurationMs / 1000} s · ` +
+      blockOrderText(meta.blockOrder),
     '',
   );
   const latency = results.latency;

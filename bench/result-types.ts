@@ -1,3 +1,4 @@
+import type { BlockOrder } from './block-order.ts';
 import type { LatencySummary } from './measure.ts';
 
 /** The benchmark variants, in the order the report lists them. */
@@ -74,6 +75,10 @@ export interface LatencyPhaseResult {
     readonly duplicateCalls: number;
   };
   readonly workerTuning: Record<string, unknown>;
+  /** How blocks were ordered (absent in results written before round 10, which were `rotated`). */
+  readonly blockOrder?: BlockOrder;
+  /** Every round's order of variants, in the order the rounds ran. */
+  readonly rounds?: ReadonlyArray<{ readonly condition: string; readonly order: readonly VariantName[] }>;
 }
 
 export interface WaitingLevel {

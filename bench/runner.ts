@@ -32,6 +32,7 @@ import {
   createBenchTools,
   type ExecutionCounter,
 } from './bench-tools.ts';
+import { type BlockOrder, blockRounds } from './block-order.ts';
 import {
   cpuMilliseconds,
   newHistogram,
@@ -68,6 +69,8 @@ export interface RunnerConfig {
   readonly openLoopDurationMs: number;
   readonly duplicateHoldMs: number;
   readonly workerTuning: Record<string, unknown>;
+  /** How the variants' blocks are ordered in each round (see `block-order.ts`). */
+  readonly blockOrder: BlockOrder;
   readonly waiting: {
     readonly levels: readonly number[];
     readonly cacheSize: number;
@@ -481,7 +484,13 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
         .join(', ');
     let duplicateExecutions = 0;
     let duplicateCalls = 0;
-    let blockIndex = 0;
+    const nextRound = blockRounds(variants, config.blockOrder);
+    const rounds: { condition: string; order: VariantName[] }[] = [];
+    const startRound = (condition: string) => {
+      const order = nextRound();
+      rounds.push({ condition, order });
+      return order;
+    };
     const measure = async (variant: VariantName, condition: string, run: () => Promise<RunOutcome>) => {
       const executionsBefore = counter.count;
       const accumulator = cellFor(variant, condition);
@@ -496,10 +505,10 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
       for (const concurrency of config.concurrencyLevels) {
         const condition = `c${concurrency}`;
         const count = config.operationsPerBlock[condition] ?? concurrency * 10;
-        // Interleave: every variant runs one block per condition, in an order rotated per block,
-        // so drift in the machine or the database lands on all variants alike.
-        const order = rotate(variants, blockIndex++);
-        for (const variant of order) {
+        // Interleave: every variant runs one block per condition, in a fresh order per round, so
+        // drift in the machine or the database, and what one block leaves behind for the next,
+        // land on all variants alike.
+        for (const variant of startRound(condition)) {
           await measure(variant, condition, () => runClosedLoop(operations[variant], concurrency, count));
         }
         progress(
@@ -507,7 +516,7 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
         );
       }
       if (config.openLoopDurationMs > 0) {
-        for (const variant of rotate(variants, blockIndex++)) {
+        for (const variant of startRound('open')) {
           await measure(variant, 'open', () =>
             runOpenLoop(operations[variant], config.openLoopRatePerSecond, config.openLoopDurationMs),
           );
@@ -552,15 +561,12 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
         duplicateCalls,
       },
       workerTuning: config.workerTuning,
+      blockOrder: config.blockOrder,
+      rounds,
     };
   } finally {
     await stopEnvironment(environment);
   }
-}
-
-function rotate<T>(items: readonly T[], by: number): T[] {
-  const shift = by % items.length;
-  return [...items.slice(shift), ...items.slice(0, shift)];
 }
 
 /** Runs `task` over `items` with at most `concurrency` in flight. */

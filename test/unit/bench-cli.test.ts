@@ -18,7 +18,15 @@ describe('npm run bench, its options', () => {
   it('--help lists every option with examples and exits 0', () => {
     const { status, stdout } = bench('--help');
     expect(status).toBe(0);
-    for (const option of ['--quick', '--variants', '--concurrency', '--output-name', '--cpu-profile']) {
+    for (const option of [
+      '--quick',
+      '--variants',
+      '--concurrency',
+      '--output-name',
+      '--cpu-profile',
+      '--order',
+      '--seed',
+    ]) {
       expect(stdout).toContain(option);
     }
     expect(stdout).toContain('Examples:');
@@ -30,6 +38,9 @@ describe('npm run bench, its options', () => {
     [['--worker-tuning', '{oops'], /--worker-tuning is not JSON/],
     [['--output-name', '../escape'], /--output-name "..\/escape": use 1-64 letters/],
     [['--phase', 'both'], /use all, latency or waiting/],
+    [['--order', 'sorted'], /--order "sorted": use shuffled or rotated/],
+    [['--seed=-1'], /--seed "-1": use a whole number from 0 to 4294967295/],
+    [['--seed', '4294967296'], /--seed "4294967296": use a whole number/],
     [['--bogus'], /Unknown option '--bogus'/],
   ])('refuses %j with exit 2 and says what to do', (args, message) => {
     const { status, stderr } = bench(...args);
