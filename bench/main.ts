@@ -73,8 +73,8 @@ Speed never fails the run; the exit code is 1 when any call of any variant faile
   --worker-tuning JSON       worker options, e.g. '{"maxCachedWorkflows":200}'
   --order shuffled|rotated   block order per round: a fresh random permutation (default), or the
                              first round's order rotated by one (each variant keeps its neighbour)
-  --seed N                   seed of the shuffled order (default random; every run records its seed,
-                             so --seed with the recorded value repeats a run's order)
+  --seed N                   seed of the shuffled order (default random). Every run records its
+                             seed: the same seed and --variants repeat a run's order
   --output-name NAME         result file names under bench/results/ (default latest, or quick)
   --cpu-profile DIR          write a .cpuprofile per runner thread (open in Chrome DevTools)
   --help                     this text
@@ -293,7 +293,7 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
       levels: waitingLevels ?? [1_000, 5_000, 10_000],
       cacheSize: options.waitingCache ?? 100,
       resumeSamples: 20,
-      callOperations: 600,
+      callOperations: 1_200,
       callConcurrency: 4,
       startConcurrency: 64,
       approveConcurrency: 64,
@@ -370,7 +370,7 @@ async function main(): Promise<number> {
   const base = buildConfig(server.address, server.pid, directory);
   log(
     base.blockOrder.kind === 'shuffled'
-      ? `blocks in a shuffled order per round, seed ${base.blockOrder.seed} (--seed ${base.blockOrder.seed} repeats it)`
+      ? `blocks in a shuffled order per round, seed ${base.blockOrder.seed} (--seed ${base.blockOrder.seed} with the same variants repeats it)`
       : 'blocks in a rotated order (each variant keeps its neighbour)',
   );
   try {
