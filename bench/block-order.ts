@@ -51,8 +51,9 @@ export function blockRounds<T>(items: readonly T[], order: BlockOrder): () => T[
 
 /**
  * A small seeded generator of numbers in [0, 1): a 32-bit state advanced by a Weyl step (adding an
- * odd constant) and scrambled by multiply-xorshift rounds. Statistical quality far beyond what
- * ordering a dozen blocks needs; the point is that it is reproducible, which Math.random is not.
+ * odd constant, the golden ratio's fraction) and scrambled by multiply-xorshift rounds with the
+ * constants of MurmurHash3's 32-bit finaliser. Far more than ordering a dozen blocks needs; the
+ * point is that it is reproducible, which Math.random is not.
  */
 function seededUniform(seed: number): () => number {
   let state = seed >>> 0;
