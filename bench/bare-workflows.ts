@@ -9,7 +9,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { RunToolRequest, RunToolResult } from '../src/contracts/activity-types.ts';
+import { type RunToolRequest, type RunToolResult, ToolFailureType } from '../src/contracts/activity-types.ts';
 import type { ToolCallRequest } from '../src/contracts/prepare-call.ts';
 import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
 import type { BenchReadInput } from './bench-catalog.ts';
@@ -46,7 +46,11 @@ const bareIndexed = proxyActivities<BareActivities>({
     initialInterval: '200 milliseconds',
     backoffCoefficient: 2,
     maximumInterval: '5 seconds',
-    nonRetryableErrorTypes: ['ToolDenied', 'ToolOutputTooLarge', 'ToolMissingImplementation'],
+    nonRetryableErrorTypes: [
+      ToolFailureType.denied,
+      ToolFailureType.outputTooLarge,
+      ToolFailureType.missingImplementation,
+    ],
   },
 });
 

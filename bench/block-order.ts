@@ -10,15 +10,14 @@
  *   keeps the same predecessor in every round (B always ran right after A), which is how the bench
  *   ordered its blocks until round 10; kept to compare against earlier runs.
  */
-export type BlockOrderKind = 'shuffled' | 'rotated';
+export const blockOrderKinds = ['shuffled', 'rotated'] as const;
+export type BlockOrderKind = (typeof blockOrderKinds)[number];
 
 export interface BlockOrder {
   readonly kind: BlockOrderKind;
   /** The generator's seed (an unsigned 32-bit integer). Ignored by `rotated`. */
   readonly seed: number;
 }
-
-export const blockOrderKinds: readonly BlockOrderKind[] = ['shuffled', 'rotated'];
 
 /** A seed for a run that was not given one. */
 export function freshSeed(): number {

@@ -182,14 +182,11 @@ function checkOptions(values: ReturnType<typeof parseOptions>): BenchSettings {
   if (!(blockOrderKinds as readonly string[]).includes(orderKind)) {
     throw new UsageError(`--order ${JSON.stringify(values.order)}: use ${blockOrderKinds.join(' or ')}`);
   }
-  let seed = freshSeed();
-  if (values.seed !== undefined) {
-    seed = Number(values.seed);
-    if (!/^\d{1,10}$/.test(values.seed) || seed >= 2 ** 32) {
-      throw new UsageError(
-        `--seed ${JSON.stringify(values.seed)}: use a whole number from 0 to ${2 ** 32 - 1}, e.g. the seed a run recorded`,
-      );
-    }
+  const seed = values.seed === undefined ? freshSeed() : Number(values.seed);
+  if (values.seed !== undefined && (!/^\d{1,10}$/.test(values.seed) || seed >= 2 ** 32)) {
+    throw new UsageError(
+      `--seed ${JSON.stringify(values.seed)}: use a whole number from 0 to ${2 ** 32 - 1}, e.g. the seed a run recorded`,
+    );
   }
   const pragmas = values['sqlite-pragma'] ?? [];
   const dynamicConfig = values['dynamic-config'] ?? [];

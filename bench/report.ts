@@ -24,9 +24,9 @@ function find(
   return cells.find((cell) => cell.variant === variant && cell.condition === condition);
 }
 
+/** Results written before round 10 have no block order: their blocks were rotated. */
 function blockOrderText(order: BlockOrder | undefined): string {
-  if (!order) return 'blocks rotated';
-  return order.kind === 'shuffled' ? `blocks shuffled (seed ${order.seed})` : 'blocks rotated';
+  return order?.kind === 'shuffled' ? `blocks shuffled (seed ${order.seed})` : 'blocks rotated';
 }
 
 /** The ratio table against B and the targets, as markdown. */
