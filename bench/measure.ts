@@ -23,6 +23,15 @@ export interface OperationOutcome {
 
 export type Operation = (sequence: number) => Promise<OperationOutcome>;
 
+/**
+ * Told about every operation that succeeded, with when it was called and when it returned, in
+ * milliseconds since the epoch on the clock the server's event times use.
+ */
+export type CallObserver = (outcome: OperationOutcome, calledAtMs: number, returnedAtMs: number) => void;
+
+/** Wall-clock milliseconds with performance.now()'s resolution. */
+export const epochMs = () => performance.timeOrigin + performance.now();
+
 export interface RunOutcome {
   readonly histogram: hdr.Histogram;
   readonly operations: number;
@@ -46,9 +55,17 @@ function newTally(): Tally {
   return { histogram: newHistogram(), operations: 0, errors: 0, eagerRequested: 0, eagerStarted: 0 };
 }
 
-async function timed(operation: Operation, sequence: number, startedAt: number, tally: Tally): Promise<void> {
+async function timed(
+  operation: Operation,
+  sequence: number,
+  startedAt: number,
+  tally: Tally,
+  observe?: CallObserver,
+): Promise<void> {
   try {
+    const calledAtMs = epochMs();
     const outcome = await operation(sequence);
+    observe?.(outcome, calledAtMs, epochMs());
     const latency =
       outcome.latencyMicroseconds ?? Math.max(1, Math.round((performance.now() - startedAt) * 1000));
     tally.histogram.recordValue(latency);
@@ -68,6 +85,7 @@ export async function runClosedLoop(
   operation: Operation,
   concurrency: number,
   count: number,
+  observe?: CallObserver,
 ): Promise<RunOutcome> {
   const tally = newTally();
   let next = 0;
@@ -76,7 +94,7 @@ export async function runClosedLoop(
     for (;;) {
       const sequence = next++;
       if (sequence >= count) return;
-      await timed(operation, sequence, performance.now(), tally);
+      await timed(operation, sequence, performance.now(), tally, observe);
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, caller));
@@ -92,6 +110,7 @@ export async function runOpenLoop(
   operation: Operation,
   ratePerSecond: number,
   durationMs: number,
+  observe?: CallObserver,
   maximumInFlight = 2_000,
 ): Promise<RunOutcome> {
   const tally = newTally();
@@ -104,7 +123,7 @@ export async function runOpenLoop(
     const waitMs = scheduledAt - performance.now();
     if (waitMs > 1) await new Promise((resolve) => setTimeout(resolve, waitMs));
     while (inFlight.size >= maximumInFlight) await Promise.race(inFlight);
-    const running: Promise<void> = timed(operation, sequence, scheduledAt, tally).finally(() =>
+    const running: Promise<void> = timed(operation, sequence, scheduledAt, tally, observe).finally(() =>
       inFlight.delete(running),
     );
     inFlight.add(running);

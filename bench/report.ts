@@ -2,6 +2,7 @@ import type { BlockOrder } from './block-order.ts';
 import type { BenchResults } from './main.ts';
 import type { LatencyCell, TargetCheck, VariantName, WaitingPhaseResult } from './result-types.ts';
 import { variantDescriptions, variantNames } from './result-types.ts';
+import { type SegmentCell, type SegmentName, segmentDescriptions, segmentNames } from './segments.ts';
 
 const ratio = (value: number, base: number | undefined) =>
   base === undefined || base === 0 ? undefined : value / base;
@@ -74,6 +75,7 @@ export function renderMarkdown(results: BenchResults): string {
         );
       }
     }
+    if (latency.segments?.length) lines.push('', ...renderSegments(latency.segments));
     lines.push('', '## History events per variant', '');
     lines.push('| variant | events | event types |', '|---|---|---|');
     for (const variant of variantNames) {
@@ -98,6 +100,49 @@ export function renderMarkdown(results: BenchResults): string {
   lines.push('', '## Variants', '');
   for (const variant of variantNames) lines.push(`- **${variant}**: ${variantDescriptions[variant]}`);
   return `${lines.join('\n')}\n`;
+}
+
+const segmentHeadings: Record<SegmentName | 'total', string> = {
+  start: 'start',
+  queue: 'queue',
+  workflowTasks: 'workflow tasks',
+  activities: 'activities',
+  other: 'other',
+  result: 'result',
+  total: 'total',
+};
+
+/** Mean parts of a call per variant, with the difference from B's in brackets. */
+function renderSegments(segments: readonly SegmentCell[]): string[] {
+  const lines = ['## Where the time goes (mean ms per call; in brackets, the difference from B)', ''];
+  lines.push(
+    "Every measured call of these conditions, split by its history's event times. The parts add up to the total the caller saw:",
+    '',
+    ...segmentNames.map((name) => `- **${segmentHeadings[name]}**: ${segmentDescriptions[name]}`),
+  );
+  const columns = [...segmentNames, 'total'] as const;
+  for (const condition of [...new Set(segments.map((cell) => cell.condition))]) {
+    const label =
+      condition === 'open' ? 'open loop' : `${condition.slice(1)} caller${condition === 'c1' ? '' : 's'}`;
+    lines.push('', `${label}:`, '');
+    lines.push(
+      `| variant | calls | ${columns.map((name) => segmentHeadings[name]).join(' | ')} |`,
+      `|---|---|${columns.map(() => '---').join('|')}|`,
+    );
+    const base = segments.find((cell) => cell.variant === 'B' && cell.condition === condition);
+    for (const variant of variantNames) {
+      const cell = segments.find((entry) => entry.variant === variant && entry.condition === condition);
+      if (!cell) continue;
+      const parts = columns.map((name) => {
+        const value = cell.meanMs[name].toFixed(2);
+        if (!base || variant === 'B') return value;
+        const difference = cell.meanMs[name] - base.meanMs[name];
+        return `${value} (${difference >= 0 ? '+' : '−'}${Math.abs(difference).toFixed(2)})`;
+      });
+      lines.push(`| ${variant} | ${cell.calls} | ${parts.join(' | ')} |`);
+    }
+  }
+  return lines;
 }
 
 function renderWaiting(waiting: WaitingPhaseResult): string[] {

@@ -1,5 +1,6 @@
 import type { BlockOrder } from './block-order.ts';
 import type { LatencySummary } from './measure.ts';
+import type { SegmentCell } from './segments.ts';
 
 /** The benchmark variants, in the order the report lists them. */
 export const variantNames = [
@@ -79,6 +80,11 @@ export interface LatencyPhaseResult {
   readonly blockOrder?: BlockOrder;
   /** Every round's order of variants, in the order the rounds ran. */
   readonly rounds?: ReadonlyArray<{ readonly condition: string; readonly order: readonly VariantName[] }>;
+  /**
+   * Where the time of a call goes, at 1 caller and in the open loop: mean parts per variant, from
+   * every measured call's history (bench/segments.ts). Absent in results written before round 11.
+   */
+  readonly segments?: readonly SegmentCell[];
 }
 
 export interface WaitingLevel {

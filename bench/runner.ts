@@ -34,6 +34,7 @@ import {
 } from './bench-tools.ts';
 import { type BlockOrder, blockRounds } from './block-order.ts';
 import {
+  type CallObserver,
   cpuMilliseconds,
   newHistogram,
   type Operation,
@@ -52,6 +53,13 @@ import type {
   WaitingLevel,
   WaitingPhaseResult,
 } from './result-types.ts';
+import {
+  type CallSegments,
+  type CallTiming,
+  callSegments,
+  meanSegments,
+  type SegmentCell,
+} from './segments.ts';
 
 /** Everything a runner process needs, passed by main.ts in the BENCH_RUNNER_CONFIG variable. */
 export interface RunnerConfig {
@@ -340,6 +348,44 @@ function variantOperations(
   return operations;
 }
 
+/**
+ * Variants whose every call starts a workflow of its own and waits for it to close, so that the
+ * call's time can be split by its history (bench/segments.ts).
+ */
+const ownWorkflowVariants: ReadonlySet<VariantName> = new Set<VariantName>([
+  'B',
+  'B-E',
+  'C',
+  'C-E',
+  'C-fast',
+  'I',
+  'B-idx',
+  'B-LA',
+  'B-0',
+]);
+
+/**
+ * The conditions whose calls are split: with one caller, or arrivals far apart, a call's time is its
+ * own path. Under load it is mostly waiting behind other calls, and the parts would show the queue.
+ */
+const segmentConditions: ReadonlySet<string> = new Set(['c1', 'open']);
+
+/** Splits every recorded call by its history and averages the parts per variant and condition. */
+async function splitCalls(temporal: Client, timings: Map<string, CallTiming[]>): Promise<SegmentCell[]> {
+  const cells: SegmentCell[] = [];
+  for (const [name, calls] of timings) {
+    const [variant, condition] = name.split('|') as [VariantName, string];
+    const split: CallSegments[] = [];
+    await forEachLimited(calls, 8, async (timing) => {
+      const history = await temporal.workflow.getHandle(timing.workflowId).fetchHistory();
+      split.push(callSegments(history.events ?? [], timing));
+    });
+    const cell = meanSegments(variant, condition, split);
+    if (cell) cells.push(cell);
+  }
+  return cells;
+}
+
 /** Event type names of a workflow's history, from the attribute field each event sets. */
 async function historyShape(temporal: Client, workflowId: string): Promise<HistoryShape> {
   const history = await temporal.workflow.getHandle(workflowId).fetchHistory();
@@ -491,6 +537,19 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
       rounds.push({ condition, order });
       return order;
     };
+    const timings = new Map<string, CallTiming[]>();
+    /** Records when each call of a split variant and condition ran (see `segmentConditions`). */
+    const observerFor = (variant: VariantName, condition: string): CallObserver | undefined => {
+      if (!ownWorkflowVariants.has(variant) || !segmentConditions.has(condition)) return undefined;
+      const name = `${variant}|${condition}`;
+      const calls = timings.get(name) ?? [];
+      timings.set(name, calls);
+      return (outcome, calledAtMs, returnedAtMs) => {
+        if (outcome.workflowId) {
+          calls.push({ workflowId: outcome.workflowId, startedAtMs: calledAtMs, endedAtMs: returnedAtMs });
+        }
+      };
+    };
     const measure = async (variant: VariantName, condition: string, run: () => Promise<RunOutcome>) => {
       const executionsBefore = counter.count;
       const accumulator = cellFor(variant, condition);
@@ -509,7 +568,10 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
         // drift in the machine or the database, and what one block leaves behind for the next,
         // land on all variants alike.
         for (const variant of startRound(condition)) {
-          await measure(variant, condition, () => runClosedLoop(operations[variant], concurrency, count));
+          const observe = observerFor(variant, condition);
+          await measure(variant, condition, () =>
+            runClosedLoop(operations[variant], concurrency, count, observe),
+          );
         }
         progress(
           `repetition ${repetition + 1}/${config.repetitions}, ${concurrency} caller${concurrency === 1 ? '' : 's'}, p50: ${blockSummary(variants, condition)}`,
@@ -517,8 +579,14 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
       }
       if (config.openLoopDurationMs > 0) {
         for (const variant of startRound('open')) {
+          const observe = observerFor(variant, 'open');
           await measure(variant, 'open', () =>
-            runOpenLoop(operations[variant], config.openLoopRatePerSecond, config.openLoopDurationMs),
+            runOpenLoop(
+              operations[variant],
+              config.openLoopRatePerSecond,
+              config.openLoopDurationMs,
+              observe,
+            ),
           );
         }
       }
@@ -527,6 +595,10 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
       );
     }
 
+    progress(
+      `splitting ${[...timings.values()].reduce((sum, calls) => sum + calls.length, 0)} calls by their histories`,
+    );
+    const segments = await splitCalls(temporal, timings);
     const duplicateAfter = await historyShape(temporal, original.callId);
     const current = await temporal.workflow.getHandle(original.callId).describe();
     const cells: LatencyCell[] = [];
@@ -563,6 +635,7 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
       workerTuning: config.workerTuning,
       blockOrder: config.blockOrder,
       rounds,
+      segments,
     };
   } finally {
     await stopEnvironment(environment);
