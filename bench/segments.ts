@@ -5,7 +5,9 @@
  * saw, so a difference between two variants can be placed in one of them.
  *
  * Event times are the server's wall clock and the caller's times are this process's, on the same
- * machine, so no clock offset is involved.
+ * machine, so no clock offset is involved. The caller's clock is performance.now() anchored to the
+ * wall clock when the process started: a step of the wall clock during a run would move time from
+ * the start to the result, or back, and leave their sum and the other parts as they are.
  */
 import type { WorkflowHandle } from '@temporalio/client';
 
@@ -47,6 +49,16 @@ function eventTimeMs(event: HistoryEvent): number {
 
 const idOf = (value: unknown) => Number(String(value ?? 0));
 
+/** The events that close a run. */
+const closeAttributes = [
+  'workflowExecutionCompletedEventAttributes',
+  'workflowExecutionFailedEventAttributes',
+  'workflowExecutionTimedOutEventAttributes',
+  'workflowExecutionTerminatedEventAttributes',
+  'workflowExecutionCanceledEventAttributes',
+  'workflowExecutionContinuedAsNewEventAttributes',
+] as const satisfies readonly (keyof HistoryEvent)[];
+
 /**
  * Splits one call's latency into its parts. `events` is the call's whole history, which must be
  * closed; `timing` is when the caller started and when it held the result.
@@ -56,6 +68,9 @@ export function callSegments(events: readonly HistoryEvent[], timing: CallTiming
   const last = events.at(-1);
   if (!first?.workflowExecutionStartedEventAttributes || !last) {
     throw new Error(`${timing.workflowId}: the history does not begin with the workflow's start`);
+  }
+  if (!closeAttributes.some((field) => last[field])) {
+    throw new Error(`${timing.workflowId}: the history does not end with the workflow's close`);
   }
   const timeById = new Map(events.map((event) => [idOf(event.eventId), eventTimeMs(event)]));
   const at = (id: unknown) => {

@@ -90,14 +90,16 @@ describe('splitting a call by its history', () => {
     expect(segments.total).toBeCloseTo(139, 6);
   });
 
-  it('refuses a history that does not begin with the start, or that lacks a referenced event', () => {
+  it('refuses a history that does not begin with the start or end with the close, or lacks a referenced event', () => {
     const timing = { workflowId: 'broken', startedAtMs: 0, endedAtMs: 1 };
     expect(() => callSegments([], timing)).toThrow(/broken: the history does not begin/);
     const orphan = [
       event(1, 0, { workflowExecutionStartedEventAttributes: {} }),
       event(2, 1, { workflowTaskStartedEventAttributes: { scheduledEventId: 7 } }),
     ];
-    expect(() => callSegments(orphan as never, timing)).toThrow(/broken: history event 7 is missing/);
+    expect(() => callSegments(orphan as never, timing)).toThrow(/broken: the history does not end with/);
+    const closedOrphan = [...orphan, event(3, 2, { workflowExecutionCompletedEventAttributes: {} })];
+    expect(() => callSegments(closedOrphan as never, timing)).toThrow(/broken: history event 7 is missing/);
   });
 
   it('averages the parts of many calls, and has nothing to say about none', async () => {
