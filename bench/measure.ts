@@ -29,9 +29,6 @@ export type Operation = (sequence: number) => Promise<OperationOutcome>;
  */
 export type CallObserver = (outcome: OperationOutcome, calledAtMs: number, returnedAtMs: number) => void;
 
-/** Wall-clock milliseconds with performance.now()'s resolution. */
-export const epochMs = () => performance.timeOrigin + performance.now();
-
 export interface RunOutcome {
   readonly histogram: hdr.Histogram;
   readonly operations: number;
@@ -63,11 +60,14 @@ async function timed(
   observe?: CallObserver,
 ): Promise<void> {
   try {
-    const calledAtMs = epochMs();
+    const calledAt = performance.now();
     const outcome = await operation(sequence);
-    observe?.(outcome, calledAtMs, epochMs());
-    const latency =
-      outcome.latencyMicroseconds ?? Math.max(1, Math.round((performance.now() - startedAt) * 1000));
+    const returnedAt = performance.now();
+    observe?.(outcome, performance.timeOrigin + calledAt, performance.timeOrigin + returnedAt);
+    // An open-loop call can leave up to a millisecond before its scheduled arrival (timers fire on
+    // whole milliseconds); its latency then counts from when it left, never from after that.
+    const from = Math.min(startedAt, calledAt);
+    const latency = outcome.latencyMicroseconds ?? Math.max(1, Math.round((returnedAt - from) * 1000));
     tally.histogram.recordValue(latency);
     tally.operations++;
     if (outcome.eagerlyStarted !== undefined) {
@@ -104,7 +104,8 @@ export async function runClosedLoop(
 /**
  * Open loop: operations arrive at a fixed rate whatever the latency. Latency counts from the
  * scheduled arrival, so a stall shows up in every call that queued behind it (no coordinated
- * omission). `maximumInFlight` bounds the damage if the system cannot keep up.
+ * omission), or from when the call left if that was earlier. `maximumInFlight` bounds the damage
+ * if the system cannot keep up.
  */
 export async function runOpenLoop(
   operation: Operation,

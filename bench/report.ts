@@ -136,10 +136,12 @@ function renderSegments(segments: readonly SegmentCell[]): string[] {
       const parts = columns.map((name) => {
         const value = cell.meanMs[name].toFixed(2);
         if (!base || variant === 'B') return value;
-        const difference = cell.meanMs[name] - base.meanMs[name];
-        return `${value} (${difference >= 0 ? '+' : '−'}${Math.abs(difference).toFixed(2)})`;
+        // Rounded first, so that a difference too small to print reads +0.00, never −0.00.
+        const difference = Math.round((cell.meanMs[name] - base.meanMs[name]) * 100) / 100;
+        return `${value} (${difference < 0 ? '−' : '+'}${Math.abs(difference).toFixed(2)})`;
       });
-      lines.push(`| ${variant} | ${cell.calls} | ${parts.join(' | ')} |`);
+      const calls = cell.skipped ? `${cell.calls} (${cell.skipped} not split)` : `${cell.calls}`;
+      lines.push(`| ${variant} | ${calls} | ${parts.join(' | ')} |`);
     }
   }
   return lines;

@@ -370,17 +370,29 @@ const ownWorkflowVariants: ReadonlySet<VariantName> = new Set<VariantName>([
  */
 const segmentConditions: ReadonlySet<string> = new Set(['c1', 'open']);
 
-/** Splits every recorded call by its history and averages the parts per variant and condition. */
+/**
+ * Splits every recorded call by its history and averages the parts per variant and condition. A
+ * call whose history cannot be read or split is counted as skipped, with the first reason, and
+ * never costs the run its measurements.
+ */
 async function splitCalls(temporal: Client, timings: Map<string, CallTiming[]>): Promise<SegmentCell[]> {
   const cells: SegmentCell[] = [];
   for (const [name, calls] of timings) {
     const [variant, condition] = name.split('|') as [VariantName, string];
     const split: CallSegments[] = [];
+    let skipped = 0;
+    let firstSkip: string | undefined;
     await forEachLimited(calls, 8, async (timing) => {
-      const history = await temporal.workflow.getHandle(timing.workflowId).fetchHistory();
-      split.push(callSegments(history.events ?? [], timing));
+      try {
+        const history = await temporal.workflow.getHandle(timing.workflowId).fetchHistory();
+        split.push(callSegments(history.events ?? [], timing));
+      } catch (error) {
+        skipped++;
+        firstSkip ??= error instanceof Error ? error.message : String(error);
+      }
     });
-    const cell = meanSegments(variant, condition, split);
+    if (skipped > 0) progress(`${variant} ${condition}: ${skipped} call(s) not split (${firstSkip})`);
+    const cell = meanSegments(variant, condition, split, skipped);
     if (cell) cells.push(cell);
   }
   return cells;

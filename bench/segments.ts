@@ -23,11 +23,13 @@ export const segmentDescriptions: Record<SegmentName, string> = {
   queue:
     'workflow tasks waiting for a worker: scheduled to started, summed (an eager start hands the first one over at once)',
   workflowTasks:
-    "the worker's turns: each workflow task from started to completed, summed (the worker's code, local activities and the completion request)",
-  activities: 'activities from scheduled to closed, summed (dispatch, run, the completion request)',
+    "the worker's turns: each workflow task from started to completed, summed (the worker's code, local activities, and the server taking the answer; the server stamps the completion before it stores it, so that write falls in the next part)",
+  activities:
+    'activities from scheduled to closed, summed (the write of the turn that scheduled them, dispatch, the run, the completion)',
   other:
-    'the rest of the time between the start and the close events (timers, signals; about 0 for a short call)',
-  result: "from the close event to the caller holding the result (the result's long poll and decoding)",
+    'the rest of the time between the start and the close events (timers, signals; 0.1-0.4 ms for a short call)',
+  result:
+    "from the close event to the caller holding the result (the last turn's write, the result's long poll and decoding)",
 };
 
 export type CallSegments = Record<SegmentName, number> & { readonly total: number };
@@ -61,7 +63,9 @@ const closeAttributes = [
 
 /**
  * Splits one call's latency into its parts. `events` is the call's whole history, which must be
- * closed; `timing` is when the caller started and when it held the result.
+ * closed; `timing` is when the caller started and when it held the result. Made for calls whose
+ * workflow tasks and activities run one after another, as every bench variant's do: activities run
+ * in parallel, or beside a workflow task, would be summed, and "other" would go negative.
  */
 export function callSegments(events: readonly HistoryEvent[], timing: CallTiming): CallSegments {
   const first = events[0];
@@ -117,6 +121,8 @@ export interface SegmentCell {
   readonly variant: string;
   readonly condition: string;
   readonly calls: number;
+  /** Calls whose history could not be read or split (absent when none). */
+  readonly skipped?: number;
   readonly meanMs: Record<SegmentName | 'total', number>;
 }
 
@@ -124,6 +130,7 @@ export function meanSegments(
   variant: string,
   condition: string,
   calls: readonly CallSegments[],
+  skipped = 0,
 ): SegmentCell | undefined {
   if (calls.length === 0) return undefined;
   const mean = (name: SegmentName | 'total') =>
@@ -131,5 +138,11 @@ export function meanSegments(
   const meanMs = Object.fromEntries(
     [...segmentNames, 'total'].map((name) => [name, mean(name as SegmentName)]),
   );
-  return { variant, condition, calls: calls.length, meanMs: meanMs as SegmentCell['meanMs'] };
+  return {
+    variant,
+    condition,
+    calls: calls.length,
+    ...(skipped > 0 ? { skipped } : {}),
+    meanMs: meanMs as SegmentCell['meanMs'],
+  };
 }

@@ -120,6 +120,8 @@ describe('splitting a call by its history', () => {
     expect(cell?.meanMs.result).toBeCloseTo(3, 3);
     expect(cell?.meanMs.total).toBeCloseTo(201.487 + 5, 2);
     expect(meanSegments('C', 'c1', [])).toBeUndefined();
+    expect(meanSegments('C', 'c1', [fast], 3)).toMatchObject({ calls: 1, skipped: 3 });
+    expect(cell).not.toHaveProperty('skipped');
   });
 
   it('reports the mean parts with their difference from B', () => {
@@ -147,11 +149,20 @@ describe('splitting a call by its history', () => {
         segments: [
           { variant: 'C', condition: 'c1', calls: 30, meanMs: meanMs(21.5) },
           { variant: 'B', condition: 'c1', calls: 30, meanMs: meanMs(19.25) },
+          {
+            variant: 'B-idx',
+            condition: 'c1',
+            calls: 28,
+            skipped: 2,
+            meanMs: { ...meanMs(19.248), start: 0.996 },
+          },
         ],
       },
       targets: [],
     } as never);
     expect(markdown).toContain('## Where the time goes');
+    // A difference that rounds to zero reads +0.00, whichever side of zero it was on.
+    expect(markdown).toContain('| B-idx | 28 (2 not split) | 1.00 (+0.00) | 2.00 (+0.00) | 13.25 (+0.00) |');
     expect(markdown).toContain('| B | 30 | 1.00 | 2.00 | 13.25 | 2.00 | 0.00 | 1.00 | 19.25 |');
     expect(markdown).toContain(
       '| C | 30 | 1.00 (+0.00) | 2.00 (+0.00) | 15.50 (+2.25) | 2.00 (+0.00) | 0.00 (+0.00) | 1.00 (+0.00) | 21.50 (+2.25) |',
