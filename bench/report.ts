@@ -17,11 +17,12 @@ export function conditionsOf(cells: readonly LatencyCell[]): string[] {
   return cells.some((cell) => cell.condition === 'open') ? [...closed, 'open'] : closed;
 }
 
-function find(
-  cells: readonly LatencyCell[],
+/** The cell of one variant under one condition: a latency cell, or a split of a call's time. */
+function find<Cell extends { readonly variant: string; readonly condition: string }>(
+  cells: readonly Cell[],
   variant: VariantName,
   condition: string,
-): LatencyCell | undefined {
+): Cell | undefined {
   return cells.find((cell) => cell.variant === variant && cell.condition === condition);
 }
 
@@ -129,9 +130,9 @@ function renderSegments(segments: readonly SegmentCell[]): string[] {
       `| variant | calls | ${columns.map((name) => segmentHeadings[name]).join(' | ')} |`,
       `|---|---|${columns.map(() => '---').join('|')}|`,
     );
-    const base = segments.find((cell) => cell.variant === 'B' && cell.condition === condition);
+    const base = find(segments, 'B', condition);
     for (const variant of variantNames) {
-      const cell = segments.find((entry) => entry.variant === variant && entry.condition === condition);
+      const cell = find(segments, variant, condition);
       if (!cell) continue;
       const parts = columns.map((name) => {
         const value = cell.meanMs[name].toFixed(2);
