@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { findTemporalCli, startDevServer, temporalCliVersion } from '../src/dev/index.ts';
 import { type BlockOrder, type BlockOrderKind, blockOrderKinds, freshSeed } from './block-order.ts';
+import { productDigest } from './pool.ts';
 import { checkTargets, missNote, renderMarkdown, renderSvg } from './report.ts';
 import {
   type LatencyPhaseResult,
@@ -40,6 +41,11 @@ export interface BenchResults {
     readonly openLoopDurationMs: number;
     /** Absent in results written before round 10, whose blocks were `rotated`. */
     readonly blockOrder?: BlockOrder;
+    /**
+     * A digest of the product code measured (src/, workflows/, activities/; bench/pool.ts), so that
+     * runs of different code are not pooled. Absent in results written before round 12.
+     */
+    readonly productDigest?: string;
   };
   readonly latency?: LatencyPhaseResult;
   readonly waiting?: WaitingPhaseResult;
@@ -339,6 +345,8 @@ function runPhase(config: RunnerConfig): Promise<RunnerMessage> {
 
 async function main(): Promise<number> {
   const startedAt = new Date();
+  // Taken before the run, so that an edit made while it runs is not recorded as what it measured.
+  const digest = await productDigest();
   const { quick, phase, serverExtraArgs } = options;
   const directory = await mkdtemp(join(tmpdir(), 'toolgate-bench-'));
   const cli = await findTemporalCli({ onProgress: (line) => log(`temporal cli: ${line}`) });
@@ -424,6 +432,7 @@ async function main(): Promise<number> {
       openLoopRatePerSecond: base.openLoopRatePerSecond,
       openLoopDurationMs: base.openLoopDurationMs,
       blockOrder: base.blockOrder,
+      productDigest: digest,
     },
     ...(latency ? { latency } : {}),
     ...(waiting ? { waiting } : {}),

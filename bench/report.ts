@@ -1,6 +1,13 @@
 import type { BlockOrder } from './block-order.ts';
 import type { BenchResults } from './main.ts';
-import type { LatencyCell, TargetCheck, VariantName, WaitingPhaseResult } from './result-types.ts';
+import type {
+  LatencyCell,
+  LineDirection,
+  TargetCheck,
+  TargetFigure,
+  VariantName,
+  WaitingPhaseResult,
+} from './result-types.ts';
 import { variantDescriptions, variantNames } from './result-types.ts';
 import { type SegmentCell, type SegmentName, segmentDescriptions, segmentNames } from './segments.ts';
 
@@ -296,10 +303,11 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
     variant: VariantName | VariantName[],
     metric: RepetitionMetric,
     limit: number,
-    direction: 'at most' | 'at least',
+    direction: LineDirection,
     options: { onlyClosed?: boolean; reference?: VariantName } = {},
   ) => {
     const measured: string[] = [];
+    const figures: TargetFigure[] = [];
     let holds = true;
     let referenceMissesToo = true;
     let everyMissInsideSpread = true;
@@ -323,6 +331,14 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
         ? cellMetric(referenceCell, metric) / cellMetric(base, metric)
         : undefined;
       if (!ok && (referenceValue === undefined || passes(referenceValue))) referenceMissesToo = false;
+      figures.push({
+        condition,
+        value,
+        ...(Array.isArray(variant) ? { variant: best.variant } : {}),
+        ...(referenceValue === undefined
+          ? {}
+          : { reference: { variant: options.reference!, value: referenceValue } }),
+      });
       const spread = repetitionRatios(best, base, metric);
       if (!ok && !spread.some(passes)) everyMissInsideSpread = false;
       measured.push(
@@ -337,6 +353,13 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       target,
       measured: measured.join(', '),
       holds,
+      line: { limit, direction },
+      figures,
+      reads: [
+        'B',
+        ...(Array.isArray(variant) ? variant : [variant]),
+        ...(options.reference ? [options.reference] : []),
+      ],
       ...(outOfReach
         ? { outOfReach: `bare Temporal's ${options.reference} misses it too wherever this misses` }
         : {}),
@@ -385,18 +408,24 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
         ` after GC in every thread (${growth.toFixed(2)}×); before GC ` +
         waiting.levels.map((level) => `${level.workerRssBeforeGcMb ?? '–'}`).join(' / '),
       holds: growth <= 1.15,
+      line: { limit: 1.15, direction: 'at most' },
+      figures: [{ condition: `${last.waiting} waiting`, value: growth }],
     });
     const loaded = waiting.callWhileWaiting.p99Ms / waiting.callUnloaded.p99Ms;
     checks.push({
       target: `C p99 with ${last.waiting} waiting <= 1.2× unloaded`,
       measured: `${waiting.callWhileWaiting.p99Ms} vs ${waiting.callUnloaded.p99Ms} ms (${loaded.toFixed(2)}×); after drain ${waiting.callAfterDrain.p99Ms} ms`,
       holds: loaded <= 1.2,
+      line: { limit: 1.2, direction: 'at most' },
+      figures: [{ condition: `${last.waiting} waiting`, value: loaded }],
     });
     const resume = waiting.resumeEvicted.p50Ms / waiting.resumeCached.p50Ms;
     checks.push({
       target: 'evicted resume p50 <= 2× cached',
       measured: `${waiting.resumeEvicted.p50Ms} vs ${waiting.resumeCached.p50Ms} ms (${resume.toFixed(2)}×)`,
       holds: resume <= 2,
+      line: { limit: 2, direction: 'at most' },
+      figures: [{ condition: 'resume', value: resume }],
     });
   }
   return checks;

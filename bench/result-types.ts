@@ -118,10 +118,33 @@ export interface WaitingPhaseResult {
   readonly firstError?: string;
 }
 
+/** Which side of a target's line passes. */
+export type LineDirection = 'at most' | 'at least';
+
+/** One figure a target checks: a ratio (or a count) under one condition, with its reference's. */
+export interface TargetFigure {
+  /** `c<N>`, `open`, or what the figure is about when it has no condition (`10000 waiting`). */
+  readonly condition: string;
+  readonly value: number;
+  /** The variant the figure is of, when a target takes the best of several. */
+  readonly variant?: VariantName;
+  /** The bare-Temporal reference measured in the same run, as a ratio of the same kind. */
+  readonly reference?: { readonly variant: VariantName; readonly value: number };
+}
+
 export interface TargetCheck {
   readonly target: string;
   readonly measured: string;
   readonly holds: boolean;
+  /**
+   * The line and the figures behind `measured`, so that runs can be pooled (bench/pool.ts). Absent
+   * for a target that is a yes or no (D runs no task). Not written by runs before round 12; the pool
+   * computes them again from each run's cells.
+   */
+  readonly line?: { readonly limit: number; readonly direction: LineDirection };
+  readonly figures?: readonly TargetFigure[];
+  /** Every variant the figures are made from: the base, the candidates and the reference. */
+  readonly reads?: readonly VariantName[];
   /**
    * Set when the target misses and a bare-Temporal reference variant measured in the same run
    * misses it too, wherever this one does: the line is below what Temporal itself does here.

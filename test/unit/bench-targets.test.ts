@@ -1,30 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { checkTargets, missNote, repetitionRatios } from '../../bench/report.ts';
-import type { LatencyCell, VariantName } from '../../bench/result-types.ts';
+import type { LatencyCell } from '../../bench/result-types.ts';
+import { benchCell } from '../support/bench-cells.ts';
 
-/** A cell with only the figures the target checks read. */
-function cell(
-  variant: VariantName,
-  condition: string,
-  p50Ms: number,
-  repetitionP50s: number[] = [],
-): LatencyCell {
-  return {
-    variant,
-    condition,
-    latency: { count: 100, p50Ms, p90Ms: p50Ms, p99Ms: p50Ms, maxMs: p50Ms, meanMs: p50Ms },
-    throughputPerSecond: 1000 / p50Ms,
-    operations: 100,
-    errors: 0,
-    workerCpuMsPerCall: 1,
-    serverCpuMsPerCall: 1,
-    workerRssMb: 1,
-    serverRssMb: 1,
-    eagerRequested: 0,
-    eagerStarted: 0,
-    repetitions: repetitionP50s.map((p50) => ({ p50Ms: p50, p99Ms: p50, throughputPerSecond: 1000 / p50 })),
-  };
-}
+const cell = benchCell;
 
 function targetCheck(cells: LatencyCell[], prefix: string) {
   const results = { latency: { cells }, targets: [], incomplete: [] } as unknown as Parameters<

@@ -1,0 +1,28 @@
+import type { LatencyCell, VariantName } from '../../bench/result-types.ts';
+
+/**
+ * A bench cell with only the figures the target checks read: p90, p99 and max equal the p50, the
+ * throughput follows from it, and each repetition is given by its p50 the same way.
+ */
+export function benchCell(
+  variant: VariantName,
+  condition: string,
+  p50Ms: number,
+  repetitionP50s: number[] = [],
+): LatencyCell {
+  return {
+    variant,
+    condition,
+    latency: { count: 100, p50Ms, p90Ms: p50Ms, p99Ms: p50Ms, maxMs: p50Ms, meanMs: p50Ms },
+    throughputPerSecond: 1000 / p50Ms,
+    operations: 100,
+    errors: 0,
+    workerCpuMsPerCall: 1,
+    serverCpuMsPerCall: 1,
+    workerRssMb: 1,
+    serverRssMb: 1,
+    eagerRequested: 0,
+    eagerStarted: 0,
+    repetitions: repetitionP50s.map((p50) => ({ p50Ms: p50, p99Ms: p50, throughputPerSecond: 1000 / p50 })),
+  };
+}
