@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { findTemporalCli, startDevServer, temporalCliVersion } from '../src/dev/index.ts';
 import { type BlockOrder, type BlockOrderKind, blockOrderKinds, freshSeed } from './block-order.ts';
-import { productDigest } from './pool.ts';
+import { benchDigest, productDigest } from './pool.ts';
 import { checkTargets, missNote, renderMarkdown, renderSvg } from './report.ts';
 import {
   type LatencyPhaseResult,
@@ -46,6 +46,8 @@ export interface BenchResults {
      * runs of different code are not pooled. Absent in results written before round 12.
      */
     readonly productDigest?: string;
+    /** A digest of the bench's own code (bench/, results left out). Absent before round 12's end. */
+    readonly benchDigest?: string;
   };
   readonly latency?: LatencyPhaseResult;
   readonly waiting?: WaitingPhaseResult;
@@ -346,7 +348,7 @@ function runPhase(config: RunnerConfig): Promise<RunnerMessage> {
 async function main(): Promise<number> {
   const startedAt = new Date();
   // Taken before the run, so that an edit made while it runs is not recorded as what it measured.
-  const digest = await productDigest();
+  const [digest, benchCode] = await Promise.all([productDigest(), benchDigest()]);
   const { quick, phase, serverExtraArgs } = options;
   const directory = await mkdtemp(join(tmpdir(), 'toolgate-bench-'));
   const cli = await findTemporalCli({ onProgress: (line) => log(`temporal cli: ${line}`) });
@@ -433,6 +435,7 @@ async function main(): Promise<number> {
       openLoopDurationMs: base.openLoopDurationMs,
       blockOrder: base.blockOrder,
       productDigest: digest,
+      benchDigest: benchCode,
     },
     ...(latency ? { latency } : {}),
     ...(waiting ? { waiting } : {}),

@@ -30,6 +30,8 @@ export interface PoolRun {
 }
 
 export type CellVerdict = 'holds' | 'out of reach' | 'misses';
+/** A target no run could be pooled for (every run was left out of it). */
+export type TargetVerdict = CellVerdict | 'not measured';
 
 export interface PooledCell {
   readonly condition: string;
@@ -60,10 +62,16 @@ export interface PooledTarget {
   /** Runs in which the whole target held, every cell at once. */
   readonly holdingRuns: number;
   readonly runs: number;
-  /** Runs left out of this target because they did not measure every variant it reads. */
+  /**
+   * Runs left out of this target: they did not measure every variant it reads, or have no such
+   * figures at all (no waiting phase, no duplicate calls).
+   */
   readonly leftOut?: readonly string[];
-  /** holds when every cell holds; out of reach when every cell that does not is out of reach. */
-  readonly verdict: CellVerdict;
+  /**
+   * holds when every cell holds; out of reach when every cell that does not is out of reach;
+   * not measured when no run could be pooled.
+   */
+  readonly verdict: TargetVerdict;
 }
 
 export function median(values: readonly number[]): number {
@@ -85,12 +93,12 @@ export function poolTargets(runs: readonly PoolRun[]): PooledTarget[] {
       perRun.flatMap(({ checks }) => checks.find((check) => check.target === target)?.reads ?? []),
     );
     // A run that did not measure every variant a target reads would pool a different figure (the
-    // best of fewer candidates, or no reference): it is left out of that target, and named.
+    // best of fewer candidates, or no reference): it is left out of that target, and named. So is
+    // a run with no such target at all (no waiting phase, no duplicate calls).
     const leftOut: string[] = [];
     const present = perRun.flatMap(({ run, checks, variants }) => {
       const check = checks.find((candidate) => candidate.target === target);
-      if (!check) return [];
-      if ([...reads].some((variant) => !variants.has(variant))) {
+      if (!check || [...reads].some((variant) => !variants.has(variant))) {
         leftOut.push(run.file);
         return [];
       }
@@ -99,6 +107,7 @@ export function poolTargets(runs: readonly PoolRun[]): PooledTarget[] {
     const line = present.find((check) => check.line)?.line;
     const holdingRuns = present.filter((check) => check.holds).length;
     const common = { target, holdingRuns, runs: present.length, ...(leftOut.length > 0 ? { leftOut } : {}) };
+    if (present.length === 0) return { ...common, cells: [], verdict: 'not measured' };
     if (!line) {
       return { ...common, cells: [], verdict: holdingRuns === present.length ? 'holds' : 'misses' };
     }
@@ -110,7 +119,7 @@ export function poolTargets(runs: readonly PoolRun[]): PooledTarget[] {
     }
     const cells = [...byCondition].map(([condition, figures]) => poolCell(condition, figures, line));
     const failing = cells.filter((cell) => cell.verdict !== 'holds');
-    const verdict: CellVerdict =
+    const verdict: TargetVerdict =
       failing.length === 0
         ? 'holds'
         : failing.every((cell) => cell.verdict === 'out of reach')
@@ -129,6 +138,15 @@ function poolCell(
   figures: readonly TargetFigure[],
   line: { limit: number; direction: LineDirection },
 ): PooledCell {
+  // A figure from a block whose calls all failed reads 0 or NaN; loadRun refuses such runs, and
+  // none may reach a median here.
+  for (const figure of figures) {
+    if (!(Number.isFinite(figure.value) && figure.value > 0)) {
+      throw new PoolInputError(
+        `a ${condition} figure is ${figure.value}, not a ratio: a block without calls?`,
+      );
+    }
+  }
   const values = figures.map((figure) => figure.value);
   const middle = median(values);
   const withReference = figures.filter((figure) => figure.reference !== undefined);
@@ -168,9 +186,10 @@ const two = (value: number) => value.toFixed(2);
 export function renderPool(runs: readonly PoolRun[], pooled: readonly PooledTarget[]): string {
   const lines = [`# toolgate benchmark: targets over ${runs.length} runs`, ''];
   lines.push(
-    'Each ratio is measured side by side within its run; the median, range and count are over runs.',
-    'A cell holds when its median run meets the line. It is out of reach when it does not and the',
-    "bare-Temporal reference's median run does not either; otherwise it misses.",
+    'Each ratio is measured side by side within its run; the median, range and count are over runs',
+    '(with an even number of runs, the median is the mean of the middle two). A cell holds when its',
+    "median meets the line. It is out of reach when it does not and the bare-Temporal reference's",
+    'median does not either; otherwise it misses. A target holds when every cell does.',
     '',
     '| run | started | cores | repetitions | blocks |',
     '|---|---|---|---|---|',
@@ -185,9 +204,13 @@ export function renderPool(runs: readonly PoolRun[], pooled: readonly PooledTarg
     lines.push('', `## ${target.target}: ${target.verdict}`, '');
     if (target.leftOut) {
       lines.push(
-        `Left out: ${target.leftOut.join(', ')} (they did not measure every variant this target reads).`,
+        `Left out: ${target.leftOut.join(', ')} (they did not measure every variant this target reads, or have no such figures).`,
         '',
       );
+    }
+    if (target.runs === 0) {
+      lines.push('No run measured it.');
+      continue;
     }
     if (!target.line) {
       lines.push(`Held in ${target.holdingRuns} of ${target.runs} runs.`);
@@ -248,7 +271,32 @@ export async function loadRun(file: string): Promise<PoolRun> {
       `${file}: a --quick smoke run; its figures are not meaningful. Pool full runs, or runs with --phase latency.`,
     );
   }
+  if (Array.isArray(results.incomplete) && results.incomplete.length > 0) {
+    throw new PoolInputError(
+      `${file}: not every call of that run completed (${results.incomplete[0]}), so its ratios are not comparable. Leave it out, or run it again.`,
+    );
+  }
   return { file, results };
+}
+
+/** The same run given twice (two copies of one file) would count twice: it is refused. */
+export function checkDistinctRuns(runs: readonly PoolRun[]): void {
+  const seen = new Map<string, string>();
+  for (const run of runs) {
+    const key = `${run.results.meta.startedAt} ${run.results.meta.blockOrder?.kind === 'shuffled' ? run.results.meta.blockOrder.seed : ''}`;
+    const earlier = seen.get(key);
+    if (earlier !== undefined) {
+      throw new PoolInputError(
+        `${run.file} is the same run as ${earlier} (both started ${run.results.meta.startedAt}). Give each run once.`,
+      );
+    }
+    seen.set(key, run.file);
+  }
+}
+
+/** Runs written before the product digest was recorded: their code cannot be checked. */
+export function uncheckedRuns(runs: readonly PoolRun[]): string[] {
+  return runs.filter((run) => run.results.meta.productDigest === undefined).map((run) => run.file);
 }
 
 /**
@@ -257,11 +305,9 @@ export async function loadRun(file: string): Promise<PoolRun> {
  */
 export function checkSameCode(runs: readonly PoolRun[]): { unchecked: string[]; digest?: string } {
   const digests = new Map<string, string[]>();
-  const unchecked: string[] = [];
   for (const run of runs) {
     const digest = run.results.meta.productDigest;
-    if (digest === undefined) unchecked.push(run.file);
-    else digests.set(digest, [...(digests.get(digest) ?? []), run.file]);
+    if (digest !== undefined) digests.set(digest, [...(digests.get(digest) ?? []), run.file]);
   }
   if (digests.size > 1) {
     const groups = [...digests].map(([digest, files]) => `  ${digest.slice(0, 12)}: ${files.join(', ')}`);
@@ -271,10 +317,12 @@ export function checkSameCode(runs: readonly PoolRun[]): { unchecked: string[]; 
     );
   }
   const digest = [...digests.keys()][0];
+  const unchecked = uncheckedRuns(runs);
   return digest === undefined ? { unchecked } : { unchecked, digest };
 }
 
 const productDirectories = ['src', 'workflows', 'activities'] as const;
+const benchDirectories = ['bench'] as const;
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 /**
@@ -282,38 +330,69 @@ const root = fileURLToPath(new URL('..', import.meta.url));
  * by path and content. The bench's own files are left out, so a change to how results are printed
  * does not split runs of the same product.
  */
-export async function productDigest(base = root): Promise<string> {
+export function productDigest(base = root): Promise<string> {
+  return directoryDigest(base, productDirectories);
+}
+
+/**
+ * A digest of the bench's code (bench/, without its results): runs measured with different bench
+ * code pool, with a warning, since a change there can change how calls are timed.
+ */
+export function benchDigest(base = root): Promise<string> {
+  return directoryDigest(base, benchDirectories, (file) => !file.startsWith('bench/results/'));
+}
+
+async function directoryDigest(
+  base: string,
+  directories: readonly string[],
+  keep: (file: string) => boolean = () => true,
+): Promise<string> {
   const hash = createHash('sha256');
   const files: string[] = [];
-  for (const directory of productDirectories) {
+  for (const directory of directories) {
     const entries = await readdir(join(base, directory), { recursive: true, withFileTypes: true });
     for (const entry of entries) {
-      if (entry.isFile()) files.push(relative(base, join(entry.parentPath, entry.name)));
+      if (!entry.isFile()) continue;
+      const file = relative(base, join(entry.parentPath, entry.name)).split('\\').join('/');
+      if (keep(file)) files.push(file);
     }
   }
   for (const file of files.sort()) {
-    hash.update(file.split('\\').join('/')).update('\0');
+    hash.update(file).update('\0');
     hash.update(await readFile(join(base, file))).update('\0');
   }
   return hash.digest('hex');
 }
 
+/** Runs measured with different bench code, grouped; empty when they agree or were not recorded. */
+export function benchCodeGroups(runs: readonly PoolRun[]): string[] {
+  const groups = new Map<string, string[]>();
+  for (const run of runs) {
+    const digest = run.results.meta.benchDigest;
+    if (digest !== undefined) groups.set(digest, [...(groups.get(digest) ?? []), run.file]);
+  }
+  return groups.size > 1
+    ? [...groups].map(([digest, files]) => `${digest.slice(0, 12)}: ${files.join(', ')}`)
+    : [];
+}
+
 const usage = `npm run bench:pool -- FILE... [options]: the targets read over several bench runs
 
-Reads the .json of each run (bench/results/*.json, or files kept elsewhere), checks each run's
-targets again from its cells, and prints per target and condition the median over runs, their
-range, how many runs held, and the same for the bare-Temporal reference measured beside it.
+Reads the .json of each run, checks each run's targets again from its cells, and prints per target
+and condition the median over runs, their range, how many runs held, and the same for the
+bare-Temporal reference measured beside it. Give each run once, and no --quick run.
 
   --json                 print the pooled targets as JSON instead of markdown
   --allow-mixed-code     pool runs whose product code differs (by default they are refused)
   --help                 this text
 
-Verdict per cell: holds when the median run meets the line; out of reach when it does not and the
-reference's median run does not either; misses otherwise.
+Verdict per cell: holds when the median meets the line; out of reach when it does not and the
+reference's median does not either; misses otherwise. A target holds when every cell does.
 
 Examples:
-  npm run bench:pool -- bench/results/latest.json runs/*.json
-  npm run bench:pool -- --json runs/*.json | jq '.targets[] | {target, verdict}'
+  npm run bench -- --output-name run1             (then run2, run3, ...)
+  npm run bench:pool -- bench/results/run*.json
+  npm run bench:pool -- --json bench/results/run*.json | jq '.targets[] | {target, verdict}'
 `;
 
 const optionSpec = {
@@ -340,13 +419,15 @@ async function main(): Promise<number> {
   if (files.length < 2) {
     process.stderr.write(
       `bench:pool: give two or more result files (got ${files.length}); one run's verdict is in its own .md.\n` +
-        'Example: npm run bench:pool -- bench/results/latest.json runs/*.json\n',
+        'Example: npm run bench:pool -- bench/results/run*.json\n',
     );
     return 2;
   }
   try {
     const runs = await Promise.all(files.map((file) => loadRun(file)));
+    checkDistinctRuns(runs);
     const code = parsed.values['allow-mixed-code'] ? undefined : checkSameCode(runs);
+    const unchecked = uncheckedRuns(runs);
     const pooled = poolTargets(runs);
     if (parsed.values.json) {
       process.stdout.write(
@@ -355,9 +436,15 @@ async function main(): Promise<number> {
     } else {
       process.stdout.write(renderPool(runs, pooled));
     }
-    if (code && code.unchecked.length > 0) {
+    if (unchecked.length > 0) {
       process.stderr.write(
-        `bench:pool: ${code.unchecked.length} run(s) predate the recorded product digest, so their code was not checked: ${code.unchecked.join(', ')}\n`,
+        `bench:pool: ${unchecked.length} run(s) predate the recorded product digest, so their code was not checked: ${unchecked.join(', ')}\n`,
+      );
+    }
+    const benchGroups = benchCodeGroups(runs);
+    if (benchGroups.length > 0) {
+      process.stderr.write(
+        `bench:pool: these runs were measured with different bench code; check that the changes do not alter how calls are timed:\n  ${benchGroups.join('\n  ')}\n`,
       );
     }
     return 0;

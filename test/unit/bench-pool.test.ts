@@ -6,8 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BenchResults } from '../../bench/main.ts';
 import {
+  benchDigest,
+  checkDistinctRuns,
   checkSameCode,
-  loadRun,
   median,
   PoolInputError,
   type PoolRun,
@@ -25,7 +26,7 @@ const cell = benchCell;
 function run(file: string, c: number, floor: number | undefined, digest?: string): PoolRun {
   const cells = [cell('B', 'c1', 20), cell('C', 'c1', c), ...(floor ? [cell('B-idx', 'c1', floor)] : [])];
   const results = {
-    meta: { startedAt: `2026-12-01T00:00:0${file.length % 10}Z`, quick: false, cores: 2, repetitions: 3 },
+    meta: { startedAt: `2026-12-01 run ${file}`, quick: false, cores: 2, repetitions: 3 },
     latency: { cells },
     targets: [],
     incomplete: [],
@@ -87,6 +88,59 @@ describe('pooling bench runs', () => {
     );
   });
 
+  it('holds a target only when every condition holds, out of reach only when every miss is', () => {
+    /** A run at 1 and 4 callers: B at 20 and 50 ms; C and B-idx as given per condition. */
+    const twoLevels = (file: string, c1: [number, number], c4: [number, number]): PoolRun => ({
+      file,
+      results: {
+        meta: { startedAt: file, quick: false, cores: 2, repetitions: 3 },
+        latency: {
+          cells: [
+            cell('B', 'c1', 20),
+            cell('C', 'c1', c1[0]),
+            cell('B-idx', 'c1', c1[1]),
+            cell('B', 'c4', 50),
+            cell('C', 'c4', c4[0]),
+            cell('B-idx', 'c4', c4[1]),
+          ],
+        },
+        targets: [],
+        incomplete: [],
+      } as unknown as BenchResults,
+    });
+    // c1 holds (C 1.05), c4 misses with its floor holding (C 1.16, B-idx 1.04): the target misses.
+    const oneMisses = p50Line([twoLevels('a', [21, 20.4], [58, 52]), twoLevels('b', [21, 20.4], [58, 52])]);
+    expect(oneMisses.cells.map((c) => c.verdict)).toEqual(['holds', 'misses']);
+    expect(oneMisses.verdict).toBe('misses');
+    // c1 out of reach (C 1.15, B-idx 1.12), c4 holds: the target is out of reach.
+    const reach = p50Line([twoLevels('a', [23, 22.4], [52, 51]), twoLevels('b', [23, 22.4], [52, 51])]);
+    expect(reach.cells.map((c) => c.verdict)).toEqual(['out of reach', 'holds']);
+    expect(reach.verdict).toBe('out of reach');
+    // One cell out of reach and one plain miss: a miss.
+    const both = p50Line([twoLevels('a', [23, 22.4], [58, 52]), twoLevels('b', [23, 22.4], [58, 52])]);
+    expect(both.verdict).toBe('misses');
+  });
+
+  it('says a target was not measured when every run was left out of it', () => {
+    const pooled = p50Line([run('x', 21, undefined), run('y', 22, undefined)]);
+    expect(pooled).toMatchObject({ runs: 0, verdict: 'not measured', leftOut: ['x', 'y'] });
+    expect(renderPool([run('x', 21, undefined)], [pooled])).toContain('No run measured it.');
+    // A yes-or-no target a run did not measure (no duplicate calls) is left out the same way.
+    const noDuplicates = poolTargets([run('x', 21, 20)]).find((t) => t.target.startsWith('D runs'));
+    expect(noDuplicates).toBeUndefined();
+  });
+
+  it('refuses the same run given twice, and a figure that is no ratio', () => {
+    expect(() =>
+      checkDistinctRuns([run('a', 21, 20), run('a-copy', 21, 20)].map((r, i) => ({ ...r, file: `f${i}` }))),
+    ).not.toThrow();
+    const one = run('a', 21, 20);
+    expect(() => checkDistinctRuns([one, { ...one, file: 'copy-of-a' }])).toThrow(
+      'copy-of-a is the same run as a',
+    );
+    expect(() => p50Line([run('a', 0, 20), run('b', 21, 20)])).toThrow('not a ratio');
+  });
+
   it('refuses runs of different product code, and names the runs it could not check', () => {
     expect(checkSameCode([run('a', 21, 20, 'f'.repeat(64)), run('b', 21, 20, 'f'.repeat(64))])).toEqual({
       unchecked: [],
@@ -113,6 +167,14 @@ describe('pooling bench runs', () => {
       expect(await productDigest(base)).toBe(first);
       await writeFile(join(base, 'src', 'x', 'a.ts'), 'export const a = 2;\n');
       expect(await productDigest(base)).not.toBe(first);
+      // The bench's digest covers bench/ without its results.
+      await mkdir(join(base, 'bench', 'results'), { recursive: true });
+      await writeFile(join(base, 'bench', 'main.ts'), 'export {};\n');
+      const bench = await benchDigest(base);
+      await writeFile(join(base, 'bench', 'results', 'latest.json'), '{}\n');
+      expect(await benchDigest(base)).toBe(bench);
+      await writeFile(join(base, 'bench', 'main.ts'), 'export const changed = 1;\n');
+      expect(await benchDigest(base)).not.toBe(bench);
     } finally {
       await rm(base, { recursive: true, force: true });
     }
@@ -171,6 +233,10 @@ describe('npm run bench:pool', () => {
     });
     const markdownFile = await write('latest.md', '# not json');
     const noLatency = await write('waiting.json', { meta: { startedAt: 'x' }, targets: [] });
+    const failed = await write('failed.json', {
+      ...run('failed', 21, 20.4).results,
+      incomplete: ['C c1: 3 errors (deadline)'],
+    });
     const cases: Array<[string[], RegExp]> = [
       [[good], /give two or more result files \(got 1\)/],
       [[good, join(directory, 'missing.json')], /missing\.json: cannot read it \(ENOENT\)/],
@@ -178,6 +244,8 @@ describe('npm run bench:pool', () => {
       [[good, quick], /a --quick smoke run/],
       [[good, noLatency], /not the results of a bench run with a latency phase/],
       [['--bogus', good], /Unknown option '--bogus'.*\n.*--help/],
+      [[good, failed], /failed\.json: not every call of that run completed \(C c1: 3 errors/],
+      [[good, good], /good\.json is the same run as .*good\.json/],
     ];
     for (const [args, message] of cases) {
       const { status, stderr } = pool(...args);
@@ -198,10 +266,4 @@ describe('npm run bench:pool', () => {
     expect(unchecked.status).toBe(0);
     expect(unchecked.stderr).toContain(`their code was not checked: ${old}`);
   });
-});
-
-it('loadRun keeps the file name it was given', async () => {
-  const loaded = await loadRun(join(root, 'bench/results/latest.json'));
-  expect(loaded.file).toBe(join(root, 'bench/results/latest.json'));
-  expect(loaded.results.latency?.cells.length).toBeGreaterThan(0);
 });

@@ -121,4 +121,25 @@ describe('the bench target checks', () => {
     expect(reach?.outOfReach).toContain('B-LA');
     expect(reach?.insideSpread).toBeUndefined();
   });
+
+  it('checks that D ran nothing only in a run that made duplicate calls', () => {
+    const withDuplicates = (duplicateCalls: number) =>
+      checkTargets({
+        latency: {
+          cells: [cell('B', 'c1', 20)],
+          duplicateCheck: {
+            historyEventsBefore: 12,
+            historyEventsAfter: 12,
+            runIdUnchanged: true,
+            toolExecutionsDuringD: 0,
+            duplicateCalls,
+          },
+        },
+        targets: [],
+        incomplete: [],
+      } as unknown as Parameters<typeof checkTargets>[0]).find((check) => check.target.startsWith('D runs'));
+    // Without D the check would hold having tested nothing.
+    expect(withDuplicates(0)).toBeUndefined();
+    expect(withDuplicates(48)).toMatchObject({ holds: true });
+  });
 });
