@@ -20,7 +20,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { BenchResults } from './main.ts';
-import { checkTargets } from './report.ts';
+import { checkTargets, meetsLine } from './report.ts';
 import type { LineDirection, TargetFigure, VariantName } from './result-types.ts';
 
 /** One loaded run: where it came from and what it holds. */
@@ -81,23 +81,22 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
-const passes = (value: number, line: { limit: number; direction: LineDirection }) =>
-  line.direction === 'at most' ? value <= line.limit : value >= line.limit;
-
 /** Pools the targets of several runs: per target and condition, the runs' ratios and a verdict. */
 export function poolTargets(runs: readonly PoolRun[]): PooledTarget[] {
   const perRun = runs.map((run) => ({ run, checks: checkTargets(run.results), variants: variantsOf(run) }));
   const names = [...new Set(perRun.flatMap(({ checks }) => checks.map((check) => check.target)))];
   return names.map((target): PooledTarget => {
-    const reads = new Set(
-      perRun.flatMap(({ checks }) => checks.find((check) => check.target === target)?.reads ?? []),
-    );
+    const found = perRun.map(({ run, checks, variants }) => ({
+      run,
+      variants,
+      check: checks.find((check) => check.target === target),
+    }));
+    const reads = new Set(found.flatMap(({ check }) => check?.reads ?? []));
     // A run that did not measure every variant a target reads would pool a different figure (the
     // best of fewer candidates, or no reference): it is left out of that target, and named. So is
     // a run with no such target at all (no waiting phase, no duplicate calls).
     const leftOut: string[] = [];
-    const present = perRun.flatMap(({ run, checks, variants }) => {
-      const check = checks.find((candidate) => candidate.target === target);
+    const present = found.flatMap(({ run, check, variants }) => {
       if (!check || [...reads].some((variant) => !variants.has(variant))) {
         leftOut.push(run.file);
         return [];
@@ -147,36 +146,38 @@ function poolCell(
       );
     }
   }
-  const values = figures.map((figure) => figure.value);
-  const middle = median(values);
+  const summary = summarize(
+    figures.map((figure) => figure.value),
+    line,
+  );
   const withReference = figures.filter((figure) => figure.reference !== undefined);
-  const references = withReference.map((figure) => figure.reference!.value);
   const reference =
     withReference.length > 0
       ? {
           variant: withReference[0]!.reference!.variant,
-          runs: references.length,
-          median: median(references),
-          min: Math.min(...references),
-          max: Math.max(...references),
-          holdingRuns: references.filter((value) => passes(value, line)).length,
+          ...summarize(
+            withReference.map((figure) => figure.reference!.value),
+            line,
+          ),
           medianOverReference: median(withReference.map((figure) => figure.value / figure.reference!.value)),
         }
       : undefined;
-  const verdict: CellVerdict = passes(middle, line)
+  const verdict: CellVerdict = meetsLine(summary.median, line)
     ? 'holds'
-    : reference && !passes(reference.median, line)
+    : reference && !meetsLine(reference.median, line)
       ? 'out of reach'
       : 'misses';
+  return { condition, ...summary, ...(reference ? { reference } : {}), verdict };
+}
+
+/** How a figure spread over the runs: their count, median and range, and how many met the line. */
+function summarize(values: readonly number[], line: { limit: number; direction: LineDirection }) {
   return {
-    condition,
     runs: values.length,
-    median: middle,
+    median: median(values),
     min: Math.min(...values),
     max: Math.max(...values),
-    holdingRuns: values.filter((value) => passes(value, line)).length,
-    ...(reference ? { reference } : {}),
-    verdict,
+    holdingRuns: values.filter((value) => meetsLine(value, line)).length,
   };
 }
 
@@ -304,15 +305,10 @@ export function uncheckedRuns(runs: readonly PoolRun[]): string[] {
  * written before the digest was recorded cannot be checked; they are listed so the caller knows.
  */
 export function checkSameCode(runs: readonly PoolRun[]): { unchecked: string[]; digest?: string } {
-  const digests = new Map<string, string[]>();
-  for (const run of runs) {
-    const digest = run.results.meta.productDigest;
-    if (digest !== undefined) digests.set(digest, [...(digests.get(digest) ?? []), run.file]);
-  }
+  const digests = groupByDigest(runs, (run) => run.results.meta.productDigest);
   if (digests.size > 1) {
-    const groups = [...digests].map(([digest, files]) => `  ${digest.slice(0, 12)}: ${files.join(', ')}`);
     throw new PoolInputError(
-      `these runs measured different product code, so one verdict cannot cover them:\n${groups.join('\n')}\n` +
+      `these runs measured different product code, so one verdict cannot cover them:\n  ${describeGroups(digests).join('\n  ')}\n` +
         'Pool the runs of one group, or pass --allow-mixed-code if the differences cannot matter.',
     );
   }
@@ -366,15 +362,22 @@ async function directoryDigest(
 
 /** Runs measured with different bench code, grouped; empty when they agree or were not recorded. */
 export function benchCodeGroups(runs: readonly PoolRun[]): string[] {
+  const groups = groupByDigest(runs, (run) => run.results.meta.benchDigest);
+  return groups.size > 1 ? describeGroups(groups) : [];
+}
+
+/** The runs' files by the digest they recorded; runs without one are not in any group. */
+function groupByDigest(runs: readonly PoolRun[], digestOf: (run: PoolRun) => string | undefined) {
   const groups = new Map<string, string[]>();
   for (const run of runs) {
-    const digest = run.results.meta.benchDigest;
+    const digest = digestOf(run);
     if (digest !== undefined) groups.set(digest, [...(groups.get(digest) ?? []), run.file]);
   }
-  return groups.size > 1
-    ? [...groups].map(([digest, files]) => `${digest.slice(0, 12)}: ${files.join(', ')}`)
-    : [];
+  return groups;
 }
+
+const describeGroups = (groups: ReadonlyMap<string, readonly string[]>) =>
+  [...groups].map(([digest, files]) => `${digest.slice(0, 12)}: ${files.join(', ')}`);
 
 const usage = `npm run bench:pool -- FILE... [options]: the targets read over several bench runs
 

@@ -267,6 +267,11 @@ export function missNote(target: TargetCheck): string {
   return '';
 }
 
+/** Whether a figure meets a target's line. The pool (bench/pool.ts) judges its medians with it. */
+export function meetsLine(value: number, line: { limit: number; direction: LineDirection }): boolean {
+  return line.direction === 'at most' ? value <= line.limit : value >= line.limit;
+}
+
 /** A figure a target reads, both merged over the run and per repetition. */
 type RepetitionMetric = keyof LatencyCell['repetitions'][number];
 
@@ -311,7 +316,7 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
     let holds = true;
     let referenceMissesToo = true;
     let everyMissInsideSpread = true;
-    const passes = (value: number) => (direction === 'at most' ? value <= limit : value >= limit);
+    const passes = (value: number) => meetsLine(value, { limit, direction });
     const better = (value: number, than: number) => (direction === 'at most' ? value < than : value > than);
     for (const condition of conditions) {
       if (options.onlyClosed && condition === 'open') continue;
