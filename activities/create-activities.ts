@@ -13,6 +13,8 @@ import type {
 import { ToolFailureType } from '../src/contracts/activity-types.ts';
 import { type DecisionVerdict, signedDecisionSchema } from '../src/contracts/approval.ts';
 import { canonicalJson } from '../src/contracts/canonical-json.ts';
+import { checkArguments, previewOf } from '../src/contracts/check-arguments.ts';
+import type { ToolCatalog, ToolContract } from '../src/contracts/define-tool.ts';
 import { defaultPayloadLimits, type PayloadLimits, utf8Length } from '../src/contracts/limits.ts';
 import { type AllowlistPolicy, isToolAllowed } from '../src/policy/allowlist.ts';
 import { authorizeDecision } from '../src/policy/approvers.ts';
@@ -44,6 +46,12 @@ export interface OperatorLogger {
 
 export interface CreateActivitiesOptions {
   readonly tools: readonly ToolImplementation[];
+  /**
+   * The contracts the arguments are checked against (gate protocol 3), when the workflows' catalog
+   * has tools this worker has no implementation for. The implementations' own contracts are always
+   * known. Give the same catalog the workflows module uses.
+   */
+  readonly catalog?: ToolCatalog;
   readonly compensations?: readonly CompensationImplementation[];
   readonly policy: ToolPolicy;
   /** Public keys of the approval signers; a decision must be signed by one of them. */
@@ -66,6 +74,16 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 200;
   const decisionMaxAgeMs = options.decisionMaxAgeMs ?? 15 * 60 * 1000;
   const implementations = new Map(options.tools.map((tool) => [tool.contract.name, tool]));
+  const contracts = new Map<string, ToolContract>(Object.entries(options.catalog ?? {}));
+  for (const tool of options.tools) {
+    const listed = contracts.get(tool.contract.name);
+    if (listed && listed !== tool.contract) {
+      throw new TypeError(
+        `Tool ${tool.contract.name}: the catalog and the implementation name different contracts. Build both from the same defineTool(...) value.`,
+      );
+    }
+    contracts.set(tool.contract.name, tool.contract);
+  }
   const compensations = new Map(
     (options.compensations ?? []).map((compensation) => [compensation.name, compensation]),
   );
@@ -106,9 +124,49 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
     };
   }
 
+  /**
+   * The validation gate, decided outside the workflow (protocol 3): the verdict is recorded in
+   * history with the activity's result. `undefined` when this worker knows no contract for the tool.
+   */
+  function check(tool: string, input: unknown, callId: string) {
+    const contract = contracts.get(tool);
+    if (!contract) return undefined;
+    const verdict = checkArguments(contract, input);
+    if (!verdict.ok && verdict.schemaError) {
+      logger().error('the tool schema threw while validating arguments', {
+        callId,
+        tool,
+        error: verdict.schemaError,
+      });
+    }
+    return { contract, verdict };
+  }
+
   return {
     async admitCall(request) {
-      return admit(request);
+      const gateRequest: AdmitRequest = {
+        callId: request.callId,
+        tool: request.tool,
+        tier: request.tier,
+        context: request.context,
+      };
+      const decision = admit(gateRequest);
+      if (!request.check || !decision.allowed) return decision;
+      const checked = check(request.tool, request.input, request.callId);
+      if (!checked) {
+        logger().warn('no contract for the tool on this worker: the workflow validates the arguments', {
+          callId: request.callId,
+          tool: request.tool,
+        });
+        return decision;
+      }
+      if (!checked.verdict.ok) {
+        // Invalid arguments hold nothing: a slot the gates took is handed back now.
+        if (decision.holdsSlot) for (const gate of gates) gate.release(gateRequest);
+        return { allowed: false, reason: 'INVALID_INPUT', message: checked.verdict.message };
+      }
+      const preview = previewOf(checked.contract, checked.verdict.data);
+      return { ...decision, validated: true, ...(preview !== undefined ? { preview } : {}) };
     },
 
     async releaseCall(request) {
@@ -120,46 +178,79 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
     },
 
     async runTool(request) {
-      const context = Context.current();
-      const attempt = context.info.attempt;
-      if (!request.admit) return await execute(request, context, attempt);
-      const admitRequest = {
-        callId: request.callId,
-        tool: request.tool,
-        tier: request.tier,
-        context: request.context,
-      };
-      // The first attempt runs the whole admission and holds the concurrency slot. A retry checks
-      // the allowlist again (deny by default must hold even if the first attempt died before its
-      // check ran), but not the load gates: admission belongs to the call, as when the workflow
-      // admits it once.
-      const decision = admit(admitRequest, { loadGates: attempt === 1 });
-      if (!decision.allowed) {
-        const message = decision.message ?? notAllowedMessage;
-        throw failure(
-          ToolFailureType.denied,
-          message,
-          {
-            effect: 'none',
-            reason: decision.reason ?? 'NOT_ALLOWED',
-            attempt,
-            admission: true,
-            ...(decision.retryAfterSeconds !== undefined
-              ? { retryAfterSeconds: decision.retryAfterSeconds }
-              : {}),
-          },
-          true,
-        );
-      }
-      try {
-        return await execute(request, context, attempt);
-      } finally {
-        if (decision.holdsSlot) for (const gate of gates) gate.release(admitRequest);
-      }
+      return await admitAndRun(request, (admitted) => execute(admitted, Context.current()));
+    },
+
+    async checkAndRunTool(request) {
+      return await admitAndRun(request, (admitted) => {
+        const attempt = Context.current().info.attempt;
+        const checked = check(request.tool, request.input, request.callId);
+        // Without a contract there is no implementation either: execute reports that.
+        if (!checked) return execute(admitted, Context.current());
+        const { verdict } = checked;
+        if (!verdict.ok) {
+          const message = request.validatedAtAdmission
+            ? `${verdict.message} The tool's schema changed after this call was admitted; nothing ran.`
+            : verdict.message;
+          throw failure(
+            ToolFailureType.denied,
+            message,
+            { effect: 'none', reason: 'INVALID_INPUT', attempt, admission: true },
+            true,
+          );
+        }
+        return execute({ ...admitted, input: verdict.data }, Context.current());
+      });
     },
   };
 
-  async function execute(request: RunToolRequest, context: Context, attempt: number): Promise<RunToolResult> {
+  /**
+   * Admits the call first when the request asks (the lean readonly path), then runs `body`, handing
+   * back a concurrency slot taken here once the attempt ends.
+   */
+  async function admitAndRun(
+    request: RunToolRequest,
+    body: (request: RunToolRequest) => Promise<RunToolResult>,
+  ): Promise<RunToolResult> {
+    if (!request.admit) return await body(request);
+    const attempt = Context.current().info.attempt;
+    const admitRequest = {
+      callId: request.callId,
+      tool: request.tool,
+      tier: request.tier,
+      context: request.context,
+    };
+    // The first attempt runs the whole admission and holds the concurrency slot. A retry checks
+    // the allowlist again (deny by default must hold even if the first attempt died before its
+    // check ran), but not the load gates: admission belongs to the call, as when the workflow
+    // admits it once.
+    const decision = admit(admitRequest, { loadGates: attempt === 1 });
+    if (!decision.allowed) {
+      const message = decision.message ?? notAllowedMessage;
+      throw failure(
+        ToolFailureType.denied,
+        message,
+        {
+          effect: 'none',
+          reason: decision.reason ?? 'NOT_ALLOWED',
+          attempt,
+          admission: true,
+          ...(decision.retryAfterSeconds !== undefined
+            ? { retryAfterSeconds: decision.retryAfterSeconds }
+            : {}),
+        },
+        true,
+      );
+    }
+    try {
+      return await body(request);
+    } finally {
+      if (decision.holdsSlot) for (const gate of gates) gate.release(admitRequest);
+    }
+  }
+
+  async function execute(request: RunToolRequest, context: Context): Promise<RunToolResult> {
+    const attempt = context.info.attempt;
     const compensation = request.compensationOf;
     const implementation = compensation ? undefined : implementations.get(request.tool);
     const compensator = compensation ? compensations.get(request.tool) : undefined;

@@ -20,7 +20,7 @@ import { ToolgateClient } from '../src/client/toolgate-client.ts';
 import type { RunToolRequest } from '../src/contracts/activity-types.ts';
 import type { CallContext } from '../src/contracts/call-record.ts';
 import { callFingerprint } from '../src/contracts/fingerprint.ts';
-import { leanGatesProtocol, prepareCall, type ToolCallRequest } from '../src/contracts/prepare-call.ts';
+import { currentGatesProtocol, prepareCall, type ToolCallRequest } from '../src/contracts/prepare-call.ts';
 import { createWorker } from '../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../src/worker/runtime-logging.ts';
 import { decisionSignal } from '../workflows/messages.ts';
@@ -311,7 +311,7 @@ function variantOperations(
         input: readInput(sequence),
         context: agent,
         fingerprint,
-        protocol: leanGatesProtocol,
+        protocol: currentGatesProtocol,
       };
       const workflowId = `bare/bench/bench_read/~${randomUUID()}`;
       await temporal.workflow.execute('bareIndexedCall', {

@@ -24,10 +24,15 @@ import type {
 import { ToolFailureType } from '../src/contracts/activity-types.ts';
 import type { DecisionClaims } from '../src/contracts/approval.ts';
 import type { CallEffect, CallRecord, CallStatus } from '../src/contracts/call-record.ts';
-import { checkInput, lookupTool, type ToolCatalog, type ToolContract } from '../src/contracts/define-tool.ts';
+import { checkArguments, previewOf } from '../src/contracts/check-arguments.ts';
+import { lookupTool, type ToolCatalog, type ToolContract } from '../src/contracts/define-tool.ts';
 import { callFingerprint } from '../src/contracts/fingerprint.ts';
 import { checkInputLimits, defaultPayloadLimits, type PayloadLimits } from '../src/contracts/limits.ts';
-import { leanGatesProtocol, type ToolCallRequest } from '../src/contracts/prepare-call.ts';
+import {
+  leanGatesProtocol,
+  recordedValidationProtocol,
+  type ToolCallRequest,
+} from '../src/contracts/prepare-call.ts';
 import { type ReasonCode, reasonCodes } from '../src/contracts/reason-codes.ts';
 import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
 import { type SideEffectTier, tierIsRetrySafe, tierRequiresKey } from '../src/contracts/tier.ts';
@@ -93,9 +98,11 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       ...(request.replay ? { replay: request.replay } : {}),
     };
     setHandler(recordQuery, () => record);
-    // The gate protocol is pinned by the start event (see `leanGatesProtocol`): histories from
-    // before protocol 2 replay down the path they took.
-    const lean = (request.protocol ?? 1) >= leanGatesProtocol;
+    // The gate protocol is pinned by the start event (see `leanGatesProtocol` and
+    // `recordedValidationProtocol`): histories from earlier protocols replay down the path they took.
+    const protocol = request.protocol ?? 1;
+    const lean = protocol >= leanGatesProtocol;
+    const recorded = protocol >= recordedValidationProtocol;
 
     const pendingDecisions: unknown[] = [];
     let decided = false;
@@ -197,6 +204,8 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
           tool: tool.name,
           tier: tool.tier,
           context: request.context,
+          // Protocol 3: the arguments are checked with the admission, and the verdict recorded.
+          ...(recorded ? { check: true, input: request.input } : {}),
         });
         admission = decision;
         admitting = false;
@@ -213,25 +222,41 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       const admitInExecution = lean && tool.tier === 'readonly';
       if (!admitInExecution) await admit();
 
-      // Gate 3: validation (the size was checked in gate 1). A schema that throws (a refinement
-      // with a bug, or a write to zod's shared state) denies the call instead of failing the
-      // workflow task, which would hold the call open until a new worker version shipped.
-      const parsed = safeValidate(tool, request.input);
-      if (!parsed.success) {
-        // The allowlist answers first: a tool this caller may not use is NOT_ALLOWED, whatever its arguments.
-        if (!admission) await admit();
-        deny('INVALID_INPUT', summarizeIssues(parsed.error.issues));
+      // Gate 3: validation (the size was checked in gate 1). From protocol 3 the verdict is decided
+      // outside the workflow and recorded: by the execution activity for a readonly call (it comes
+      // back as a denial from `execute`), or with the admission above. A tightened schema then
+      // cannot change the branch a replay takes. Older protocols, and a worker whose activities
+      // know no contract for the tool (`validated` absent), validate here.
+      const checkedByExecutor = recorded && (admitInExecution || admission?.validated === true);
+      let input: unknown = request.input;
+      if (!checkedByExecutor) {
+        // A schema that throws denies the call instead of failing the workflow task, which would
+        // hold the call open until a new worker version shipped.
+        const verdict = checkArguments(tool, request.input);
+        if (!verdict.ok) {
+          if (verdict.schemaError) {
+            log.error('the tool schema threw while validating arguments', {
+              tool: tool.name,
+              error: verdict.schemaError,
+            });
+          }
+          // The allowlist answers first: a tool this caller may not use is NOT_ALLOWED, whatever its arguments.
+          if (!admission) await admit();
+          deny('INVALID_INPUT', verdict.message);
+        }
+        input = (verdict as { data: unknown }).data;
       }
-      const input = (parsed as { data: unknown }).data;
 
       // Gate 4: approval.
       if (tool.tier === 'approval' && tool.approval) {
         const approvers = admission?.approvers ?? tool.approval.approvers;
+        // The preview of arguments checked with the admission was recorded with it.
+        const preview = checkedByExecutor ? admission?.preview : previewOf(tool, input);
         const expiresAtMs = Date.now() + (admission?.approvalExpiresAfterMs ?? tool.approval.expiresAfterMs);
         record.approval = {
           approvers: [...approvers],
           expiresAt: new Date(expiresAtMs).toISOString(),
-          ...(tool.approval.preview ? { preview: safePreview(tool.approval.preview, input) } : {}),
+          ...(preview !== undefined ? { preview } : {}),
         };
         transition('awaiting_approval');
         const claims = await awaitDecision(approvers, expiresAtMs);
@@ -257,7 +282,7 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       // A readonly call's "running" lasts as long as a read; visibility tracks it where a side
       // effect is at stake (the record keeps every transition either way).
       transition('running', { index: !admitInExecution });
-      const result = await execute(tool, input, admitInExecution);
+      const result = await execute(tool, input, admitInExecution, checkedByExecutor);
       record.attempts = result.attempt;
       record.output = result.output;
       close('succeeded', undefined, tool.tier === 'readonly' ? 'none' : 'applied');
@@ -348,9 +373,15 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       }
     }
 
-    async function execute(tool: ToolContract, input: unknown, admit: boolean): Promise<RunToolResult> {
+    async function execute(
+      tool: ToolContract,
+      input: unknown,
+      admit: boolean,
+      checked: boolean,
+    ): Promise<RunToolResult> {
       const runRequest = {
         ...(admit ? { admit: true } : {}),
+        ...(checked && !admit ? { validatedAtAdmission: true } : {}),
         callId: record.callId,
         tool: tool.name,
         input,
@@ -377,7 +408,7 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
             retry,
             cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
           });
-          return await local.runTool(runRequest);
+          return await (checked ? local.checkAndRunTool(runRequest) : local.runTool(runRequest));
         }
         const activities = proxyActivities<ToolgateActivities>({
           startToCloseTimeout: tool.timeoutMs + deadlineGraceMs,
@@ -386,7 +417,7 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
           // Without this the workflow would report "cancelled" while the tool may still be running.
           cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         });
-        return await activities.runTool(runRequest);
+        return await (checked ? activities.checkAndRunTool(runRequest) : activities.runTool(runRequest));
       } catch (error) {
         return classifyExecutionFailure(tool.tier, error);
       }
@@ -424,6 +455,16 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
           unsettled,
           lasting ? timeoutUnknownMessage : undefined,
         );
+      }
+      if (
+        recorded &&
+        failure instanceof ApplicationFailure &&
+        failure.type === activityNotRegisteredType &&
+        contract!.retry.maximumAttempts === 1
+      ) {
+        // A worker from before protocol 3 took the execution: it does not know checkAndRunTool, so
+        // the only attempt never started the tool.
+        return close('failed', 'TOOL_FAILED', 'none', olderExecutorMessage);
       }
       if (failure instanceof ApplicationFailure) {
         switch (failure.type) {
@@ -465,6 +506,11 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
 const maxPendingDecisions = 50;
 const maxRecordedRefusals = 100;
 
+/** The failure type a Temporal worker reports for an activity type it does not register. */
+const activityNotRegisteredType = 'NotFoundError';
+const olderExecutorMessage =
+  'A worker older than this release took the execution and could not run it; nothing ran. Finish upgrading the workers on this task queue, then call again.';
+
 const cancelledBeforeRunMessage = 'The call was cancelled before its tool ran; nothing ran.';
 const timeoutUnknownMessage =
   'The tool did not finish before its deadline and may have acted. Do not repeat it; check the current state first.';
@@ -479,55 +525,6 @@ export function keyIsReleased(record: CallRecord, tier: SideEffectTier | undefin
   if (record.status === 'succeeded') return false;
   if (record.effect === 'none') return true;
   return tier !== undefined && tierIsRetrySafe(tier);
-}
-
-/** What the gates read of a zod issue. */
-interface Issue {
-  readonly path: PropertyKey[];
-  readonly message: string;
-}
-
-type Validation = { success: true; data: unknown } | { success: false; error: { issues: readonly Issue[] } };
-
-function safeValidate(tool: ToolContract, input: unknown): Validation {
-  const checked = checkInput(tool, input);
-  if (!('thrown' in checked)) return checked as Validation;
-  const error = checked.thrown;
-  // The model reads only the error's kind; the operator log has its message.
-  const kind = error instanceof Error ? error.name.slice(0, 64) : typeof error;
-  log.error('the tool schema threw while validating arguments', {
-    tool: tool.name,
-    error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-  });
-  return {
-    success: false,
-    error: {
-      issues: [
-        {
-          path: [],
-          message: `the tool's schema failed while checking them (${kind}); tell the tool's owner`,
-        },
-      ],
-    },
-  };
-}
-
-function summarizeIssues(issues: readonly Issue[]): string {
-  const lines = issues.slice(0, 5).map((issue) => {
-    const path = issue.path.map((part) => String(part)).join('.');
-    const message = issue.message.replace(/\.$/, '');
-    return path ? `${path}: ${message}` : message;
-  });
-  const more = issues.length > 5 ? ` (and ${issues.length - 5} more)` : '';
-  return `Invalid arguments: ${lines.join('; ')}${more}. ${reasonCodes.INVALID_INPUT.nextStep}`;
-}
-
-function safePreview(preview: (input: never) => string, input: unknown): string {
-  try {
-    return String(preview(input as never)).slice(0, 4000);
-  } catch {
-    return '(no preview: the preview function failed)';
-  }
 }
 
 /** What a refused payload claimed, for the audit. The payload is untrusted, so read defensively. */

@@ -7,6 +7,7 @@ import {
   addLabel,
   deleteEverything,
   exampleAllowlist,
+  exampleCatalog,
   httpFetch,
   readConfig,
   slowSearch,
@@ -231,6 +232,7 @@ export function createExampleActivities(
   },
 ): ToolgateActivities {
   return createActivities({
+    catalog: exampleCatalog,
     ...options,
     tools: tools.tools,
     compensations: tools.compensations,

@@ -4,7 +4,8 @@ import type { SideEffectTier } from './tier.ts';
 
 /**
  * Input of the admission check (allowlist and quotas), run once per call: as a local activity, or
- * inside the execution activity on the lean readonly path (`RunToolRequest.admit`).
+ * inside the execution activity on the lean readonly path (`RunToolRequest.admit`). Admission gates
+ * see these four fields only.
  */
 export interface AdmitRequest {
   readonly callId: string;
@@ -13,10 +14,20 @@ export interface AdmitRequest {
   readonly context: CallContext;
 }
 
+/**
+ * What the `admitCall` local activity is asked. From gate protocol 3 it also checks the arguments
+ * (`check: true`) once the call is admitted, so the verdict is recorded with the admission.
+ */
+export interface AdmitCallRequest extends AdmitRequest {
+  readonly check?: boolean;
+  readonly input?: unknown;
+}
+
 /** The policy decision, recorded in history so a replay takes the same branch. */
 export interface AdmitDecision {
   readonly allowed: boolean;
-  readonly reason?: 'NOT_ALLOWED' | 'RATE_LIMITED';
+  /** INVALID_INPUT only when the arguments were checked (`AdmitCallRequest.check`) and failed. */
+  readonly reason?: 'NOT_ALLOWED' | 'RATE_LIMITED' | 'INVALID_INPUT';
   readonly message?: string;
   readonly retryAfterSeconds?: number;
   /** The approvers in force when the call was admitted; overrides the contract's list when set. */
@@ -25,6 +36,14 @@ export interface AdmitDecision {
   readonly approvalExpiresAfterMs?: number;
   /** True when a concurrency slot was taken that the workflow must hand back with releaseCall. */
   readonly holdsSlot?: boolean;
+  /**
+   * True when the arguments were checked against the worker's catalog and pass. Absent when they
+   * were not checked: not asked, or this worker's activities know no contract for the tool (then
+   * the workflow checks them itself, as before protocol 3).
+   */
+  readonly validated?: boolean;
+  /** The approver's preview of the validated arguments, for an approval-tier tool that has one. */
+  readonly preview?: string;
 }
 
 export interface RunToolRequest {
@@ -44,6 +63,11 @@ export interface RunToolRequest {
    * concurrency slot taken here is handed back when the attempt ends.
    */
   readonly admit?: boolean;
+  /**
+   * For `checkAndRunTool`: the arguments already passed the check at admission (`admitCall`), so
+   * a failure now means the tool's schema changed while the call was open.
+   */
+  readonly validatedAtAdmission?: boolean;
 }
 
 export interface RunToolResult {
@@ -71,10 +95,20 @@ export interface ReleaseRequest {
  * builds the real functions with `createActivities`.
  */
 export interface ToolgateActivities {
-  admitCall(request: AdmitRequest): Promise<AdmitDecision>;
+  admitCall(request: AdmitCallRequest): Promise<AdmitDecision>;
   releaseCall(request: ReleaseRequest): Promise<void>;
   verifyDecision(request: VerifyDecisionRequest): Promise<DecisionVerdict>;
+  /** Runs the tool with the input as given: the workflow validated it (protocols 1 and 2, undo). */
   runTool(request: RunToolRequest): Promise<RunToolResult>;
+  /**
+   * Protocol 3's executor: admits the call when asked (`admit`), checks the raw arguments against
+   * the worker's catalog, then runs the tool with the parsed input. Invalid arguments fail the
+   * attempt before the tool starts, not retryable, with type `ToolFailureType.denied`, reason
+   * INVALID_INPUT and `admission: true` in the details. A separate activity type, so that a worker
+   * from before protocol 3 never runs a tool on arguments nobody checked: it does not know this
+   * type and fails the attempt instead.
+   */
+  checkAndRunTool(request: RunToolRequest): Promise<RunToolResult>;
 }
 
 /** Failure types the runTool activity raises, so the workflow can classify without parsing text. */
@@ -98,7 +132,10 @@ export interface ToolFailureDetails {
   readonly effect?: CallEffect;
   readonly reason?: string;
   readonly attempt?: number;
-  /** Set when admission inside the activity refused the call: the tool never started. */
+  /**
+   * Set when the activity refused the call before this attempt's tool started: admission, or the
+   * argument check of `checkAndRunTool`.
+   */
   readonly admission?: boolean;
   readonly retryAfterSeconds?: number;
 }

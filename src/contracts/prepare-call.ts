@@ -26,7 +26,8 @@ export interface ToolCallRequest {
   /**
    * The gate protocol the workflow follows, pinned in the start event so a replay takes the same
    * path. Absent (1): the first protocol, which every history recorded before version 2 follows.
-   * 2: the lean path, see `leanGatesProtocol`.
+   * 2: the lean path, see `leanGatesProtocol`. 3: validation recorded, see
+   * `recordedValidationProtocol`.
    */
   readonly protocol?: number;
 }
@@ -39,6 +40,19 @@ export interface ToolCallRequest {
  * the TemporalChangeVersion search attribute on every call: the very write this saves.
  */
 export const leanGatesProtocol = 2;
+
+/**
+ * Gate protocol 3: the lean path, with the validation gate's verdict recorded in history. The
+ * arguments are checked where admission runs, outside the workflow, against the worker's catalog:
+ * for a readonly call by its execution activity (`checkAndRunTool`), for other tiers by the
+ * `admitCall` local activity. The workflow branches on the recorded verdict, so a release that
+ * tightens a schema no longer breaks the replay of calls that are open under it, and the workflow
+ * never builds a schema. Same gates, same order, same outcomes, same commands.
+ */
+export const recordedValidationProtocol = 3;
+
+/** The protocol new calls are started with. */
+export const currentGatesProtocol = recordedValidationProtocol;
 
 /** Derives a key for a request without one, from the caller's function. Never from a tool_use id. */
 export type KeyDeriver = (tool: string, input: unknown, context: CallContext) => string | undefined;
@@ -134,7 +148,7 @@ export function prepareCall(
       context: { tenant: context.tenant, principal: context.principal, principalKind: context.principalKind },
       fingerprint,
       ...(options.replay ? { replay: options.replay } : {}),
-      protocol: leanGatesProtocol,
+      protocol: currentGatesProtocol,
     },
     searchAttributes: [
       { key: searchAttributeKeys.toolName, value: request.tool.slice(0, 128) },

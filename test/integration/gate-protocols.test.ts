@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callFingerprint } from '../../src/contracts/fingerprint.ts';
-import { leanGatesProtocol } from '../../src/contracts/prepare-call.ts';
+import { currentGatesProtocol, leanGatesProtocol } from '../../src/contracts/prepare-call.ts';
 import { searchAttributeKeys } from '../../src/contracts/search-attributes.ts';
 import type { ToolCallRequest } from '../../workflows/tool-call.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
- * Gate protocol 2 (the lean path) admits a readonly call inside its execution activity. The
- * outcomes must be those of protocol 1, which a worker keeps serving for calls started before it.
+ * Gate protocol 2 (the lean path) admits a readonly call inside its execution activity; protocol 3
+ * also checks its arguments there (test/integration/recorded-validation.test.ts). The outcomes must
+ * be those of protocol 1, and a worker keeps serving the older protocols for calls started before.
  */
 describe('gate protocols', () => {
   let harness: Harness;
@@ -29,6 +30,36 @@ describe('gate protocols', () => {
     ((await harness.temporal.workflow.getHandle(callId).fetchHistory()).events ?? []).map((event) =>
       Object.keys(event).find((field) => field.endsWith('EventAttributes')),
     );
+
+  /** Starts read_config as a client of the given gate protocol would (undefined: protocol 1). */
+  const startDirectly = async (
+    options: {
+      input?: Record<string, unknown>;
+      context?: typeof agent;
+      protocol?: number;
+      tierIndexedAs?: string;
+    } = {},
+  ) => {
+    const input = options.input ?? { name: 'region' };
+    const context = options.context ?? agent;
+    const callId = `toolgate/${context.tenant}/read_config/~${randomUUID()}`;
+    const request: ToolCallRequest = {
+      tool: 'read_config',
+      input,
+      context,
+      fingerprint: callFingerprint('read_config', input),
+      ...(options.protocol !== undefined ? { protocol: options.protocol } : {}),
+    };
+    await harness.temporal.workflow.start('toolCall', {
+      workflowId: callId,
+      taskQueue: harness.taskQueue,
+      args: [request],
+      ...(options.tierIndexedAs
+        ? { typedSearchAttributes: [{ key: searchAttributeKeys.toolTier, value: options.tierIndexedAs }] }
+        : {}),
+    });
+    return callId;
+  };
 
   it('runs an allowed readonly call with no admission marker and one search-attribute write', async () => {
     const record = await harness.client.call({ tool: 'read_config', input: { name: 'region' } }, agent);
@@ -74,21 +105,7 @@ describe('gate protocols', () => {
   });
 
   it('corrects a wrong tier indexed at start: the index never trusts the caller', async () => {
-    const input = { name: 'region' };
-    const callId = `toolgate/acme/read_config/~${randomUUID()}`;
-    const request: ToolCallRequest = {
-      tool: 'read_config',
-      input,
-      context: agent,
-      fingerprint: callFingerprint('read_config', input),
-      protocol: leanGatesProtocol,
-    };
-    await harness.temporal.workflow.start('toolCall', {
-      workflowId: callId,
-      taskQueue: harness.taskQueue,
-      args: [request],
-      typedSearchAttributes: [{ key: searchAttributeKeys.toolTier, value: 'approval' }],
-    });
+    const callId = await startDirectly({ protocol: currentGatesProtocol, tierIndexedAs: 'approval' });
     expect(await harness.client.result(callId)).toMatchObject({ status: 'succeeded', tier: 'readonly' });
     const tier = await waitFor(
       async () => {
@@ -103,22 +120,7 @@ describe('gate protocols', () => {
   });
 
   it('still serves protocol 1: a request without a protocol is admitted by the local activity', async () => {
-    const run = async (context: typeof agent) => {
-      const input = { name: 'region' };
-      const callId = `toolgate/${context.tenant}/read_config/~${randomUUID()}`;
-      const request: ToolCallRequest = {
-        tool: 'read_config',
-        input,
-        context,
-        fingerprint: callFingerprint('read_config', input),
-      };
-      await harness.temporal.workflow.start('toolCall', {
-        workflowId: callId,
-        taskQueue: harness.taskQueue,
-        args: [request],
-      });
-      return harness.client.result(callId);
-    };
+    const run = async (context: typeof agent) => harness.client.result(await startDirectly({ context }));
     const allowed = await run(agent);
     expect(allowed).toMatchObject({ status: 'succeeded', effect: 'none' });
     const events = await eventTypes(allowed.callId);
@@ -130,5 +132,31 @@ describe('gate protocols', () => {
     expect(denied).toMatchObject({ status: 'denied', reason: 'NOT_ALLOWED', effect: 'none' });
     expect(denied.transitions.map((transition) => transition.status)).toEqual(['pending', 'denied']);
     expect(await executions(denied.callId)).toHaveLength(0);
+  });
+
+  it('still serves protocol 2: the workflow validates, and runTool runs what it validated', async () => {
+    const run = async (input: Record<string, unknown>) => {
+      const callId = await startDirectly({ input, protocol: leanGatesProtocol });
+      const record = await harness.client.result(callId);
+      const history = await harness.temporal.workflow.getHandle(callId).fetchHistory();
+      const scheduled = (history.events ?? []).flatMap((event) =>
+        event.activityTaskScheduledEventAttributes
+          ? [event.activityTaskScheduledEventAttributes.activityType?.name]
+          : [],
+      );
+      return { record, scheduled, events: await eventTypes(callId) };
+    };
+    const allowed = await run({ name: 'region' });
+    expect(allowed.record).toMatchObject({
+      status: 'succeeded',
+      effect: 'none',
+      output: { value: 'eu-west' },
+    });
+    expect(allowed.scheduled).toEqual(['runTool']);
+    // Invalid arguments: the workflow's own verdict, after the admission local activity.
+    const invalid = await run({ name: 7 });
+    expect(invalid.record).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none' });
+    expect(invalid.scheduled).toEqual([]);
+    expect(invalid.events).toContain('markerRecordedEventAttributes');
   });
 });

@@ -17,13 +17,16 @@ const firstProtocolPaths = [
   'timeout',
   'cancelled',
 ];
+const secondProtocolPaths = [...firstProtocolPaths, 'readonly-denied-not-allowed'];
 /**
  * Every gate protocol keeps its histories: a worker must replay calls started under any protocol
- * it still serves. Protocol 2 adds the readonly refusal that its execution activity now decides.
+ * it still serves. Protocol 2 adds the readonly refusal that its execution activity now decides;
+ * protocol 3 the invalid arguments of a non-readonly call, refused by the admission local activity.
  */
 const requiredPaths: Record<string, readonly string[]> = {
   'protocol-1': firstProtocolPaths,
-  'protocol-2': [...firstProtocolPaths, 'readonly-denied-not-allowed'],
+  'protocol-2': secondProtocolPaths,
+  'protocol-3': [...secondProtocolPaths, 'approval-denied-invalid-input'],
 };
 const fixtures = Object.entries(requiredPaths).flatMap(([protocol, names]) =>
   names.map((name) => ({ protocol, name, id: `${protocol}/${name}` })),
@@ -67,23 +70,36 @@ describe('recorded histories replay against the current workflow code', () => {
 });
 
 describe('a tightened tool schema and the calls recorded before it', () => {
-  // This pins a limitation, documented for operators: validation runs in the workflow and is not
-  // recorded, so a release whose schema refuses what an open call was validated with breaks that
-  // call's replay. Recording the validation (docs/benchmarks.md, proposal 5) would protect calls
-  // started under the new protocol only: these histories follow protocol 2 and would still fail,
-  // so the fix needs a test of its own, with histories recorded under it.
-  it('fails the replay of an approval-tier call that passed the older schema', async () => {
-    const { code } = await bundleToolgateWorkflows(
-      fileURLToPath(new URL('../support/workflows/tightened-transfer.ts', import.meta.url)),
+  let tightened: string;
+  beforeAll(async () => {
+    tightened = (
+      await bundleToolgateWorkflows(
+        fileURLToPath(new URL('../support/workflows/tightened-transfer.ts', import.meta.url)),
+      )
+    ).code;
+  }, 120_000);
+  const replay = (protocol: string, name: string) =>
+    readFile(`${root}${protocol}/${name}.json`, 'utf8').then((text) =>
+      Worker.runReplayHistory(
+        { workflowBundle: { code: tightened } },
+        historyFromJSON(JSON.parse(text)),
+        name,
+      ),
     );
+
+  // Protocols 1 and 2 validate in the workflow and do not record the verdict, so a release whose
+  // schema refuses what an open call was validated with breaks that call's replay. This pins the
+  // limitation for calls started before protocol 3 (docs/operators.md).
+  it('protocol 2: fails the replay of an approval-tier call that passed the older schema', async () => {
     for (const name of ['approved', 'expired']) {
-      const history = historyFromJSON(JSON.parse(await readFile(`${root}protocol-2/${name}.json`, 'utf8')));
-      await expect(Worker.runReplayHistory({ workflowBundle: { code } }, history, name)).rejects.toThrow(
-        /Nondeterminism|TMPRL1100/,
-      );
+      await expect(replay('protocol-2', name)).rejects.toThrow(/Nondeterminism|TMPRL1100/);
     }
     // The readonly call recorded with the same catalog does not use the tightened tool: it replays.
-    const readonly = historyFromJSON(JSON.parse(await readFile(`${root}protocol-2/succeeded.json`, 'utf8')));
-    await Worker.runReplayHistory({ workflowBundle: { code } }, readonly, 'succeeded');
+    await replay('protocol-2', 'succeeded');
+  }, 120_000);
+
+  // Protocol 3 records the verdict with the admission; the workflow never validates again.
+  it('protocol 3: replays every recorded call, the approval-tier ones included', async () => {
+    for (const name of requiredPaths['protocol-3']!) await replay('protocol-3', name);
   }, 120_000);
 });

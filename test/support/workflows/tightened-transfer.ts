@@ -1,28 +1,5 @@
-/**
- * The example catalog as a later release might ship it: `transfer_funds` refuses amounts over 4.00.
- * Histories recorded with the shipped catalog include a 5.00 transfer that passed validation, which
- * this release would refuse (see docs/operators.md, "Changing a tool's schema while calls are open").
- */
-import { z } from 'zod';
-import { createCatalog, defineTool } from '../../../src/contracts/define-tool.ts';
-import { exampleContracts, transferFunds } from '../../../src/tools/example-contracts.ts';
+/** The toolCall workflow of a release whose `transfer_funds` refuses amounts over 4.00. */
 import { createToolCallWorkflow } from '../../../workflows/tool-call.ts';
+import { tightenedCatalog } from '../tightened-catalog.ts';
 
-const tightenedTransfer = defineTool({
-  ...transferFunds,
-  input: () =>
-    z.strictObject({
-      reference: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
-      from: z.string().regex(/^[A-Z0-9-]{2,34}$/),
-      to: z.string().regex(/^[A-Z0-9-]{2,34}$/),
-      amountCents: z.number().int().positive().max(400),
-      currency: z.enum(['EUR', 'USD', 'GBP']),
-      memo: z.string().max(140).nullable(),
-    }),
-});
-
-export const toolCall = createToolCallWorkflow(
-  createCatalog(
-    exampleContracts.map((contract) => (contract.name === transferFunds.name ? tightenedTransfer : contract)),
-  ),
-);
+export const toolCall = createToolCallWorkflow(tightenedCatalog);

@@ -1,0 +1,65 @@
+import { checkInput, type ToolContract } from './define-tool.ts';
+import { reasonCodes } from './reason-codes.ts';
+
+/**
+ * The validation gate's verdict on a call's arguments: the parsed input, or the explanation the
+ * model gets. Pure code, used by the workflow (protocols 1 and 2) and by the activities that record
+ * the verdict in history (protocol 3, see `recordedValidationProtocol`).
+ */
+export type ArgumentCheck =
+  | { readonly ok: true; readonly data: unknown }
+  | {
+      readonly ok: false;
+      /** For the model: which arguments are wrong and what to do. */
+      readonly message: string;
+      /** Set when the schema itself threw: for the operator log, never for the model. */
+      readonly schemaError?: string;
+    };
+
+/** What the gates read of a zod issue. */
+interface Issue {
+  readonly path: readonly PropertyKey[];
+  readonly message: string;
+}
+
+/**
+ * Validates arguments against a contract's schema and never throws. A schema that throws (a
+ * refinement with a bug, a lazy schema that fails to build) is a refusal whose message tells the
+ * model only the error's kind; `schemaError` carries the rest for the operator.
+ */
+export function checkArguments(contract: ToolContract, input: unknown): ArgumentCheck {
+  const checked = checkInput(contract, input);
+  if (checked.success) return { ok: true, data: checked.data };
+  if (!('thrown' in checked)) return { ok: false, message: describeIssues(checked.error.issues) };
+  const error = checked.thrown;
+  const kind = error instanceof Error ? error.name.slice(0, 64) : typeof error;
+  return {
+    ok: false,
+    message: describeIssues([
+      { path: [], message: `the tool's schema failed while checking them (${kind}); tell the tool's owner` },
+    ]),
+    schemaError: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+  };
+}
+
+/** At most five issues, each as `path: message`, then what to do next. */
+export function describeIssues(issues: readonly Issue[]): string {
+  const lines = issues.slice(0, 5).map((issue) => {
+    const path = issue.path.map((part) => String(part)).join('.');
+    const message = issue.message.replace(/\.$/, '');
+    return path ? `${path}: ${message}` : message;
+  });
+  const more = issues.length > 5 ? ` (and ${issues.length - 5} more)` : '';
+  return `Invalid arguments: ${lines.join('; ')}${more}. ${reasonCodes.INVALID_INPUT.nextStep}`;
+}
+
+/** The approver's preview of validated input; a preview function that throws gets a placeholder. */
+export function previewOf(contract: ToolContract, input: unknown): string | undefined {
+  const preview = contract.approval?.preview;
+  if (!preview) return undefined;
+  try {
+    return String(preview(input as never)).slice(0, 4000);
+  } catch {
+    return '(no preview: the preview function failed)';
+  }
+}
