@@ -189,8 +189,18 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
         if (!checked) return execute(admitted, Context.current());
         const { verdict } = checked;
         if (!verdict.ok) {
+          if (attempt > 1 && request.tier !== 'readonly') {
+            // The schema changed between two attempts of a retried call: an earlier attempt ran the
+            // tool and may have acted, so this is not a denial of a call that did nothing.
+            throw failure(
+              ToolFailureType.failed,
+              `${verdict.message} The tool's schema changed while this call was being retried, and an earlier attempt ran; check the current state before repeating it.`,
+              { effect: 'unknown', attempt },
+              true,
+            );
+          }
           const message = request.validatedAtAdmission
-            ? `${verdict.message} The tool's schema changed after this call was admitted; nothing ran.`
+            ? `${verdict.message} The tool's schema changed after this call was admitted; ${attempt > 1 ? 'this attempt did not run the tool' : 'nothing ran'}.`
             : verdict.message;
           throw failure(
             ToolFailureType.denied,
@@ -279,9 +289,16 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
       context: request.context,
       attempt,
     };
-    const running = compensator
-      ? compensator.execute({ ...execution, output: compensation!.output })
-      : implementation!.execute(execution);
+    let running: Promise<unknown>;
+    try {
+      running = compensator
+        ? compensator.execute({ ...execution, output: compensation!.output })
+        : implementation!.execute(execution);
+    } catch (thrown) {
+      // A tool that throws before returning its promise is classified like one that rejects: its
+      // error must not reach history (or the model) as a raw message and type.
+      running = Promise.reject(thrown);
+    }
 
     const heartbeat = setInterval(() => context.heartbeat({ attempt }), heartbeatIntervalMs);
     let deadlineTimer: NodeJS.Timeout | undefined;

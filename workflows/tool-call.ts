@@ -419,11 +419,11 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
         });
         return await (checked ? activities.checkAndRunTool(runRequest) : activities.runTool(runRequest));
       } catch (error) {
-        return classifyExecutionFailure(tool.tier, error);
+        return classifyExecutionFailure(tool.tier, error, checked);
       }
     }
 
-    function classifyExecutionFailure(tier: SideEffectTier, error: unknown): never {
+    function classifyExecutionFailure(tier: SideEffectTier, error: unknown, checked: boolean): never {
       const failure = error instanceof ActivityFailure ? error.cause : error;
       const details =
         failure instanceof ApplicationFailure
@@ -456,14 +456,11 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
           lasting ? timeoutUnknownMessage : undefined,
         );
       }
-      if (
-        recorded &&
-        failure instanceof ApplicationFailure &&
-        failure.type === activityNotRegisteredType &&
-        contract!.retry.maximumAttempts === 1
-      ) {
-        // A worker from before protocol 3 took the execution: it does not know checkAndRunTool, so
-        // the only attempt never started the tool.
+      if (checked && !tierIsRetrySafe(tier) && isUnregisteredExecutor(failure)) {
+        // A worker from before protocol 3 took the execution: it has no checkAndRunTool, so this
+        // tier's one attempt never started the tool. (A retry-safe tier is classified as below.)
+        record.attempts = 0;
+        if (record.transitions.at(-1)?.status === 'running') record.transitions.pop();
         return close('failed', 'TOOL_FAILED', 'none', olderExecutorMessage);
       }
       if (failure instanceof ApplicationFailure) {
@@ -506,8 +503,17 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
 const maxPendingDecisions = 50;
 const maxRecordedRefusals = 100;
 
-/** The failure type a Temporal worker reports for an activity type it does not register. */
-const activityNotRegisteredType = 'NotFoundError';
+/**
+ * The failure a Temporal worker reports for an activity type it does not register. The type alone
+ * is not enough: a tool's own error class could be named NotFoundError.
+ */
+function isUnregisteredExecutor(failure: unknown): boolean {
+  return (
+    failure instanceof ApplicationFailure &&
+    failure.type === 'NotFoundError' &&
+    failure.message.startsWith('Activity function checkAndRunTool is not registered')
+  );
+}
 const olderExecutorMessage =
   'A worker older than this release took the execution and could not run it; nothing ran. Finish upgrading the workers on this task queue, then call again.';
 

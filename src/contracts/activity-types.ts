@@ -98,7 +98,10 @@ export interface ToolgateActivities {
   admitCall(request: AdmitCallRequest): Promise<AdmitDecision>;
   releaseCall(request: ReleaseRequest): Promise<void>;
   verifyDecision(request: VerifyDecisionRequest): Promise<DecisionVerdict>;
-  /** Runs the tool with the input as given: the workflow validated it (protocols 1 and 2, undo). */
+  /**
+   * Runs the tool with the input as given, which the workflow validated: protocols 1 and 2, and
+   * protocol 3 where the activities knew no contract for the tool. Also runs compensations (undo).
+   */
   runTool(request: RunToolRequest): Promise<RunToolResult>;
   /**
    * Protocol 3's executor: admits the call when asked (`admit`), checks the raw arguments against

@@ -5,7 +5,7 @@ import { type Context, Hono } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { z } from 'zod';
 import type { ToolgateOperations } from '../client/operations.ts';
-import type { CallRecord } from '../contracts/call-record.ts';
+import { type CallRecord, terminalStatuses } from '../contracts/call-record.ts';
 import type { ApproverDirectory, InboxApprover } from './approver-tokens.ts';
 import { inboxPage, inboxScript, inboxStyle, loginPage } from './assets.ts';
 import { renderOverviewSvg, summarizeCalls } from './overview-chart.ts';
@@ -215,7 +215,13 @@ export function createInboxApp(options: InboxOptions): Hono {
   });
 
   app.get('/api/decisions', async (context) => {
-    const listed = await operations.list({ tier: 'approval', limit: 40 });
+    // Only calls past their decision. Visibility lists open runs first, so with the waiting calls
+    // included, 40 of them would crowd every decision out of the list.
+    const listed = await operations.list({
+      tier: 'approval',
+      status: ['running', ...terminalStatuses],
+      limit: 40,
+    });
     const decisions: RecentDecision[] = [];
     for (const call of listed) {
       if (call.workflowStatus === 'RUNNING' && call.status === 'awaiting_approval') continue;

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createActivities } from '../../activities/create-activities.ts';
 import { createExampleActivities } from '../../activities/tools/example-tools.ts';
 import { loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
 import type { ToolgateActivities } from '../../src/contracts/activity-types.ts';
@@ -131,6 +132,11 @@ describe('validation recorded in history (gate protocol 3)', () => {
       // Nothing moved, so the key is free: the same transfer under the new schema's cap goes through.
       const retried = await harness.client.start(transfer('P3-TIGHT', 300), agent);
       expect(retried.disposition).toBe('started');
+      await harness.client.cancel(retried.callId);
+      expect(await harness.client.result(retried.callId)).toMatchObject({
+        status: 'denied',
+        reason: 'CANCELLED',
+      });
     } finally {
       await stopOthers();
       await harness.startWorker();
@@ -153,8 +159,9 @@ describe('validation recorded in history (gate protocol 3)', () => {
     try {
       const request = { tool: 'write_report', input: { path: 'p3-old.md', content: 'x' }, key: 'p3-old' };
       const record = await harness.client.call(request, agent);
-      expect(record).toMatchObject({ status: 'failed', reason: 'TOOL_FAILED', effect: 'none' });
+      expect(record).toMatchObject({ status: 'failed', reason: 'TOOL_FAILED', effect: 'none', attempts: 0 });
       expect(record.message).toMatch(/older than this release .* nothing ran/);
+      expect(record.transitions.map((transition) => transition.status)).toEqual(['pending', 'failed']);
       const executions = await harness.readLines(harness.tools.paths.executionsFile);
       expect(executions.filter((line) => line['callId'] === record.callId)).toEqual([]);
       // The key was released: once the workers are current, the same request runs.
@@ -164,6 +171,50 @@ describe('validation recorded in history (gate protocol 3)', () => {
       const again = await harness.client.call(request, agent);
       expect(again).toMatchObject({ status: 'succeeded', effect: 'applied' });
       expect(again.runId).not.toBe(record.runId);
+    } finally {
+      await stopOthers();
+      if (!upgraded) await harness.startWorker();
+    }
+  }, 120_000);
+
+  it('falls back to validating in the workflow when the worker knows no contract for the tool', async () => {
+    await harness.stopWorker();
+    const keys = await loadOrCreateApprovalKeys(`${harness.dataDir}/keys`);
+    // A worker without write_report's implementation, and no catalog: its admitCall cannot check.
+    await startOther(
+      createActivities({
+        tools: harness.tools.tools.filter((tool) => tool.contract.name !== 'write_report'),
+        policy: { allow: ['write_report'] },
+        approvalPublicKeys: [keys.publicKey],
+      }),
+      inject('workflowBundle'),
+    );
+    let upgraded = false;
+    try {
+      const scheduledTypes = async (callId: string) =>
+        ((await harness.temporal.workflow.getHandle(callId).fetchHistory()).events ?? []).flatMap((event) =>
+          event.activityTaskScheduledEventAttributes
+            ? [event.activityTaskScheduledEventAttributes.activityType?.name]
+            : [],
+        );
+      const invalid = await harness.client.call(
+        { tool: 'write_report', input: { path: '../escape.md', content: 'x' }, key: 'p3-fallback-bad' },
+        agent,
+      );
+      // The workflow's own verdict: denied before any activity was scheduled.
+      expect(invalid).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none' });
+      expect(await scheduledTypes(invalid.callId)).toEqual([]);
+      const valid = await harness.client.call(
+        { tool: 'write_report', input: { path: 'fallback.md', content: 'x' }, key: 'p3-fallback-ok' },
+        agent,
+      );
+      // Validated by the workflow, so executed by runTool; this worker has no implementation.
+      expect(await scheduledTypes(valid.callId)).toEqual(['runTool']);
+      expect(valid).toMatchObject({ status: 'failed', effect: 'none' });
+      expect(valid.message).toMatch(/not available on the executor/);
+      await stopOthers();
+      await harness.startWorker();
+      upgraded = true;
     } finally {
       await stopOthers();
       if (!upgraded) await harness.startWorker();

@@ -13,7 +13,7 @@ import {
   ToolFailureType,
 } from '../../src/contracts/activity-types.ts';
 import { createCatalog, defineTool } from '../../src/contracts/define-tool.ts';
-import { readConfig, transferFunds } from '../../src/tools/example-contracts.ts';
+import { addLabel, readConfig, transferFunds } from '../../src/tools/example-contracts.ts';
 
 /**
  * Gate protocol 3: the validation gate is decided by an activity and recorded in history. The
@@ -82,6 +82,10 @@ function recordingTools() {
     implementTool(transferFunds, async ({ input }) => {
       seen.push(input);
       return { transferred: true };
+    }),
+    implementTool(addLabel, async ({ input }) => {
+      seen.push(input);
+      return { added: true };
     }),
   ];
   return { tools, seen };
@@ -198,7 +202,7 @@ describe('checkAndRunTool: the readonly verdict recorded with the execution', ()
     tools,
     activities: createActivities({
       tools: tools.tools,
-      policy: { allow: ['read_config', 'paged_search', 'transfer_funds'] },
+      policy: { allow: ['read_config', 'paged_search', 'transfer_funds', 'add_label'] },
       approvalPublicKeys: [],
       logger: quiet,
     }),
@@ -271,6 +275,38 @@ describe('checkAndRunTool: the readonly verdict recorded with the execution', ()
     expect(tools.seen).toEqual([]);
   });
 
+  it('does not call a retried call that already ran "nothing ran": a later attempt refused leaves the effect unknown', async () => {
+    const { tools, activities } = activitiesWith();
+    const failure = await failureOf(
+      environment(2).run(
+        activities.checkAndRunTool,
+        runRequest('call-retried', {
+          tool: 'add_label',
+          tier: 'reversible',
+          admit: undefined,
+          validatedAtAdmission: true,
+          input: { item: 'doc-1', label: 'NOT LOWER' },
+        }),
+      ),
+    );
+    expect(failure.type).toBe(ToolFailureType.failed);
+    expect(failure.nonRetryable).toBe(true);
+    expect(failure.details?.[0]).toMatchObject({ effect: 'unknown', attempt: 2 });
+    expect(failure.details?.[0]).not.toHaveProperty('admission');
+    expect(failure.message).toMatch(/an earlier attempt ran; check the current state before repeating it\.$/);
+    expect(tools.seen).toEqual([]);
+  });
+
+  it('refuses a readonly retry whose arguments no longer pass as a refusal of that attempt only', async () => {
+    const { activities } = activitiesWith();
+    const failure = await failureOf(
+      environment(2).run(activities.checkAndRunTool, runRequest('call-ro-retry', { input: { name: 7 } })),
+    );
+    expect(failure.type).toBe(ToolFailureType.denied);
+    // The workflow counts the attempts that ran from `attempt` (here one).
+    expect(failure.details?.[0]).toMatchObject({ reason: 'INVALID_INPUT', admission: true, attempt: 2 });
+  });
+
   it('still reports a tool with no implementation on this worker as missing', async () => {
     const activities = createActivities({
       tools: [],
@@ -300,5 +336,24 @@ describe('createActivities and its catalog', () => {
         approvalPublicKeys: [],
       }),
     ).toThrow(/read_config: the catalog and the implementation name different contracts/);
+  });
+});
+
+describe('the executor and a tool that throws before returning its promise', () => {
+  it('classifies the throw as a tool failure, and keeps its message out of the result', async () => {
+    const throwsAtOnce = (() => {
+      throw new Error('internal detail: db password rejected');
+    }) as unknown as Parameters<typeof implementTool>[1];
+    const activities = createActivities({
+      tools: [implementTool(readConfig, throwsAtOnce)],
+      policy: { allow: ['read_config'] },
+      approvalPublicKeys: [],
+      logger: quiet,
+    });
+    for (const run of [activities.checkAndRunTool, activities.runTool]) {
+      const failure = await failureOf(environment().run(run, runRequest('call-throws')));
+      expect(failure.type).toBe(ToolFailureType.failed);
+      expect(failure.message).toBe('The tool reported an internal error.');
+    }
   });
 });

@@ -67,6 +67,20 @@ describe('recorded histories replay against the current workflow code', () => {
         .map((result) => `${result.workflowId}: ${String(result.error)}`),
     ).toEqual([]);
   }, 120_000);
+
+  // The rollout rule in docs/operators.md ("Upgrading to gate protocol 3"): workers before clients.
+  // A protocol-3 readonly call whose first workflow task ran on an older worker took the older
+  // path (runTool); a worker of this release replaying it would schedule checkAndRunTool instead.
+  it('protocol 3 started on an older worker: a readonly call fails to replay on this release', async () => {
+    const recorded = JSON.parse(await readFile(`${root}protocol-2/succeeded.json`, 'utf8'));
+    const payload = recorded.events[0].workflowExecutionStartedEventAttributes.input.payloads[0];
+    const request = JSON.parse(Buffer.from(payload.data, 'base64').toString('utf8'));
+    expect(request.protocol).toBe(2);
+    payload.data = Buffer.from(JSON.stringify({ ...request, protocol: 3 })).toString('base64');
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { code } }, historyFromJSON(recorded), 'relabelled'),
+    ).rejects.toThrow(/'runTool' does not match activity type of activity command 'checkAndRunTool'/);
+  }, 120_000);
 });
 
 describe('a tightened tool schema and the calls recorded before it', () => {
