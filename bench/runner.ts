@@ -125,6 +125,8 @@ interface Environment {
   readonly bare?: { readonly worker: Worker; readonly running: Promise<void>; readonly taskQueue: string };
   readonly toolgate: ToolgateClient;
   readonly eagerToolgate: ToolgateClient;
+  /** C's client pinned to gate protocol 2, for C-p2. */
+  readonly protocol2Toolgate: ToolgateClient;
   readonly signer: ReturnType<typeof createApprovalSigner>;
   readonly counter: ExecutionCounter;
 }
@@ -183,6 +185,7 @@ async function startEnvironment(
     ...(bare ? { bare } : {}),
     toolgate: new ToolgateClient(common),
     eagerToolgate: new ToolgateClient({ ...common, eagerStart: true }),
+    protocol2Toolgate: new ToolgateClient({ ...common, gateProtocol: 2 }),
     signer,
     counter,
   };
@@ -222,7 +225,7 @@ function variantOperations(
   duplicate: { readonly key: string; readonly callId: string },
   duplicateHoldMs: number,
 ) {
-  const { temporal, toolgate, eagerToolgate, counter } = environment;
+  const { temporal, toolgate, eagerToolgate, protocol2Toolgate, counter } = environment;
   const bareQueue = () => {
     if (!environment.bare) throw new Error('variant B needs the bare worker (latency phase only)');
     return environment.bare.taskQueue;
@@ -262,6 +265,14 @@ function variantOperations(
       const started = await eagerToolgate.start({ tool: 'bench_read', input: readInput(sequence) }, agent);
       expectSucceeded(await eagerToolgate.result(started.callId, started.runId), 'C-E');
       return { workflowId: started.callId, eagerlyStarted: started.eagerlyStarted === true };
+    },
+    'C-p2': async (sequence) => {
+      const started = await protocol2Toolgate.start(
+        { tool: 'bench_read', input: readInput(sequence) },
+        agent,
+      );
+      expectSucceeded(await protocol2Toolgate.result(started.callId, started.runId), 'C-p2');
+      return { workflowId: started.callId };
     },
     'C-fast': async (sequence) => {
       const started = await eagerToolgate.start(
@@ -357,6 +368,7 @@ const ownWorkflowVariants: ReadonlySet<VariantName> = new Set<VariantName>([
   'B-E',
   'C',
   'C-E',
+  'C-p2',
   'C-fast',
   'I',
   'B-idx',

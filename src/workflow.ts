@@ -38,6 +38,7 @@ import type { PayloadLimits } from './contracts/limits.ts';
 import {
   abnormalCallRecord,
   type CallRequest,
+  describeGateProtocolProblem,
   prepareCall,
   refusedCallRecord,
 } from './contracts/prepare-call.ts';
@@ -78,6 +79,8 @@ export interface ChildCallOptions {
    * its own durable unit, and terminating it mid-run would leave an unknown outcome.
    */
   readonly parentClosePolicy?: ParentClosePolicy;
+  /** The gate protocol the calls start with; as `ToolgateClientOptions.gateProtocol`. */
+  readonly gateProtocol?: 2 | 3;
 }
 
 /**
@@ -124,12 +127,15 @@ export async function startToolCallChild(
       'ToolgateUsageError',
     );
   }
+  const protocolProblem = describeGateProtocolProblem(options.gateProtocol);
+  if (protocolProblem) throw ApplicationFailure.nonRetryable(protocolProblem, 'ToolgateUsageError');
   // The fingerprint is computed here, in workflow code: @noble/hashes runs in the sandbox.
   const prepared = prepareCall(request, context, {
     ...(options.catalog ? { catalog: options.catalog } : {}),
     ...(options.keyFor ? { keyFor: options.keyFor } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
     unique: uuid4(),
+    ...(options.gateProtocol !== undefined ? { protocol: options.gateProtocol } : {}),
   });
   if (!prepared.ok) return known('', 'refused', prepared.record);
   const { callId: id, key, fingerprint, workflowRequest } = prepared;

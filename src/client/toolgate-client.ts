@@ -23,6 +23,7 @@ import { defaultPayloadLimits, type PayloadLimits } from '../contracts/limits.ts
 import {
   abnormalCallRecord,
   type CallRequest,
+  describeGateProtocolProblem,
   prepareCall,
   refusedCallRecord,
 } from '../contracts/prepare-call.ts';
@@ -77,6 +78,12 @@ export interface ToolgateClientOptions {
   /** Ask the server to hand the first workflow task straight to a local worker. */
   readonly eagerStart?: boolean;
   readonly workflowType?: string;
+  /**
+   * The gate protocol new calls start with. Default: the newest, 3 (validation recorded in
+   * history). Pin 2 while workers from before protocol 3 still serve the task queue, then drop the
+   * pin once every worker is upgraded (docs/operators.md, "Upgrading to gate protocol 3").
+   */
+  readonly gateProtocol?: 2 | 3;
 }
 
 /**
@@ -175,6 +182,8 @@ export class ToolgateClient {
   readonly #starter: WorkflowClient;
 
   constructor(options: ToolgateClientOptions) {
+    const protocolProblem = describeGateProtocolProblem(options.gateProtocol);
+    if (protocolProblem) throw new ToolgateUsageError(protocolProblem);
     this.temporal = options.client;
     this.#starter = answeringStarts(options.client.workflow);
     this.taskQueue = options.taskQueue ?? defaultTaskQueue;
@@ -201,6 +210,7 @@ export class ToolgateClient {
       limits: this.#limits,
       unique: randomUUID(),
       ...(options.replay ? { replay: options.replay } : {}),
+      ...(this.#options.gateProtocol !== undefined ? { protocol: this.#options.gateProtocol } : {}),
     });
     if (!prepared.ok) return { callId: '', disposition: 'refused', record: prepared.record };
     const { key, fingerprint, workflowRequest } = prepared;

@@ -56,6 +56,18 @@ export const recordedValidationProtocol = 3;
 /** The protocol new calls are started with. */
 export const currentGatesProtocol = recordedValidationProtocol;
 
+/**
+ * The protocols a client may pin for the calls it starts (`gateProtocol`): the current one, and
+ * the one before it for a rollout whose older workers still serve the task queue.
+ */
+export const startableGatesProtocols: readonly number[] = [leanGatesProtocol, currentGatesProtocol];
+
+/** Why a protocol cannot be pinned, or undefined when it can. */
+export function describeGateProtocolProblem(protocol: unknown): string | undefined {
+  if (protocol === undefined || startableGatesProtocols.includes(protocol as number)) return undefined;
+  return `gateProtocol must be one of ${startableGatesProtocols.join(', ')} (got ${JSON.stringify(protocol)}). Pin ${leanGatesProtocol} only while workers older than gate protocol ${currentGatesProtocol} serve the task queue.`;
+}
+
 /** Derives a key for a request without one, from the caller's function. Never from a tool_use id. */
 export type KeyDeriver = (tool: string, input: unknown, context: CallContext) => string | undefined;
 
@@ -66,6 +78,8 @@ export interface PrepareCallOptions {
   /** A fresh unique string for keyless call IDs (a UUID; `uuid4()` inside workflows). */
   readonly unique: string;
   readonly replay?: ReplayInfo;
+  /** The gate protocol to start with (see `startableGatesProtocols`); default the current one. */
+  readonly protocol?: number;
 }
 
 /** A call ready to start, or the record of why it cannot be. */
@@ -150,7 +164,7 @@ export function prepareCall(
       context: { tenant: context.tenant, principal: context.principal, principalKind: context.principalKind },
       fingerprint,
       ...(options.replay ? { replay: options.replay } : {}),
-      protocol: currentGatesProtocol,
+      protocol: options.protocol ?? currentGatesProtocol,
     },
     searchAttributes: [
       { key: searchAttributeKeys.toolName, value: request.tool.slice(0, 128) },

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import { callFingerprint } from '../../src/contracts/fingerprint.ts';
 import { currentGatesProtocol, leanGatesProtocol } from '../../src/contracts/prepare-call.ts';
 import { searchAttributeKeys } from '../../src/contracts/search-attributes.ts';
+import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import type { ToolCallRequest } from '../../workflows/tool-call.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
@@ -158,5 +160,33 @@ describe('gate protocols', () => {
     expect(invalid.record).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none' });
     expect(invalid.scheduled).toEqual([]);
     expect(invalid.events).toContain('markerRecordedEventAttributes');
+  });
+
+  it('starts protocol-2 calls from a client pinned to it, for a rollout with older workers, and refuses other pins', async () => {
+    const pinned = new ToolgateClient({
+      client: harness.temporal,
+      taskQueue: harness.taskQueue,
+      catalog: exampleCatalog,
+      gateProtocol: 2,
+    });
+    const record = await pinned.call({ tool: 'read_config', input: { name: 'region' } }, agent);
+    expect(record).toMatchObject({ status: 'succeeded', effect: 'none' });
+    const history = await harness.temporal.workflow.getHandle(record.callId).fetchHistory();
+    const scheduled = (history.events ?? []).flatMap((event) =>
+      event.activityTaskScheduledEventAttributes
+        ? [event.activityTaskScheduledEventAttributes.activityType?.name]
+        : [],
+    );
+    expect(scheduled).toEqual(['runTool']);
+    for (const gateProtocol of [1, 4, '3']) {
+      expect(
+        () =>
+          new ToolgateClient({
+            client: harness.temporal,
+            taskQueue: harness.taskQueue,
+            gateProtocol: gateProtocol as never,
+          }),
+      ).toThrow(/gateProtocol must be one of 2, 3 .*Pin 2 only while workers older than gate protocol 3/);
+    }
   });
 });
