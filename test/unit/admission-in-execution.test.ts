@@ -1,34 +1,20 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { MockActivityEnvironment } from '@temporalio/testing';
-import { DefaultLogger } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/create-activities.ts';
 import { createQuotaGate } from '../../activities/safety/admission-gates.ts';
 import { implementTool } from '../../activities/tool-implementation.ts';
-import { type RunToolRequest, ToolFailureType } from '../../src/contracts/activity-types.ts';
+import { ToolFailureType } from '../../src/contracts/activity-types.ts';
 import { readConfig } from '../../src/tools/example-contracts.ts';
+import {
+  activityEnvironment as environment,
+  quietLogger as quiet,
+  readonlyRunRequest as request,
+} from '../support/activity-requests.ts';
 
 /**
  * Gate protocol 2: a readonly call is admitted by the activity that runs it (`admit: true`). The
  * activity must refuse exactly as the admitCall local activity would, before the tool starts.
  */
-const agent = { tenant: 'acme', principal: 'agent-7', principalKind: 'agent' } as const;
-const environment = (attempt = 1) =>
-  new MockActivityEnvironment({ attempt }, { logger: new DefaultLogger('ERROR', () => {}) });
-
-function request(callId: string, overrides: Partial<RunToolRequest> = {}): RunToolRequest {
-  return {
-    callId,
-    tool: 'read_config',
-    input: { name: 'region' },
-    tier: 'readonly',
-    timeoutMs: 2_000,
-    context: agent,
-    admit: true,
-    ...overrides,
-  };
-}
-
 function countingReadConfig(holdMs = 0) {
   const runs = { started: 0 };
   const tool = implementTool(readConfig, async () => {
@@ -38,8 +24,6 @@ function countingReadConfig(holdMs = 0) {
   });
   return { tool, runs };
 }
-
-const quiet = { info() {}, warn() {}, error() {} };
 
 const activitiesFor = (
   tool: ReturnType<typeof implementTool>,

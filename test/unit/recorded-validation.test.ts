@@ -1,6 +1,4 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { MockActivityEnvironment } from '@temporalio/testing';
-import { DefaultLogger } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createActivities } from '../../activities/create-activities.ts';
@@ -9,22 +7,22 @@ import { implementTool } from '../../activities/tool-implementation.ts';
 import {
   type AdmitCallRequest,
   type AdmitDecision,
-  type RunToolRequest,
   ToolFailureType,
 } from '../../src/contracts/activity-types.ts';
 import { createCatalog, defineTool } from '../../src/contracts/define-tool.ts';
 import { addLabel, readConfig, transferFunds } from '../../src/tools/example-contracts.ts';
+import {
+  activityAgent as agent,
+  activityEnvironment as environment,
+  quietLogger as quiet,
+  readonlyRunRequest as runRequest,
+} from '../support/activity-requests.ts';
 
 /**
  * Gate protocol 3: the validation gate is decided by an activity and recorded in history. The
  * `admitCall` local activity checks the arguments of a call it admits; `checkAndRunTool` checks a
  * readonly call's arguments after admitting it, and runs the tool on the parsed input only.
  */
-const agent = { tenant: 'acme', principal: 'agent-7', principalKind: 'agent' } as const;
-const quiet = { info() {}, warn() {}, error() {} };
-const environment = (attempt = 1) =>
-  new MockActivityEnvironment({ attempt }, { logger: new DefaultLogger('ERROR', () => {}) });
-
 const transfer = {
   reference: 'R-1',
   from: 'ACC-1',
@@ -42,19 +40,6 @@ function admitRequest(callId: string, overrides: Partial<AdmitCallRequest> = {})
     context: agent,
     check: true,
     input: transfer,
-    ...overrides,
-  };
-}
-
-function runRequest(callId: string, overrides: Partial<RunToolRequest> = {}): RunToolRequest {
-  return {
-    callId,
-    tool: 'read_config',
-    input: { name: 'region' },
-    tier: 'readonly',
-    timeoutMs: 2_000,
-    context: agent,
-    admit: true,
     ...overrides,
   };
 }
