@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { type FoundCli, findTemporalCli } from './find-cli.ts';
 import { findFreePort } from './ports.ts';
 import { toolgateSearchAttributes } from './search-attributes.ts';
+import { readStartupLog } from './startup-log.ts';
 
 /** Options for {@link startDevServer}. Every field has a default that suits local development. */
 export interface DevServerOptions {
@@ -82,7 +83,6 @@ const dynamicConfigValues = [
 const stopGraceMilliseconds = 10_000;
 const pollIntervalMilliseconds = 250;
 const cliCommandTimeoutMilliseconds = 10_000;
-const logTailLineCount = 30;
 /** Another process can grab a probed port before the server binds it, so startup is retried. */
 const maximumStartAttempts = 3;
 
@@ -220,16 +220,14 @@ async function startOnce(options: ResolvedOptions): Promise<DevServer> {
 
   const failStartup = async (reason: string): Promise<never> => {
     await lifecycle.kill();
-    const tail = await readLogTail(logFile, logOffset);
+    const reading = readStartupLog(await readLogSince(logFile, logOffset));
     const message =
       `Temporal dev server (pid ${pid}, ${address}, db ${dbFile}) failed to start: ${reason}\n` +
-      `Server log: ${logFile}\nLast lines of the log:\n${tail}`;
-    if (tail.includes('address already in use')) {
+      `Server log: ${logFile}\nFrom the log:\n${reading.excerpt}`;
+    if (reading.kind === 'port-taken') {
       throw new PortTakenError(message);
     }
-    // The namespaces table is among the first the schema creates, so a file without it was cut
-    // off before any workflow could be stored in it.
-    if (tail.includes('no such table: namespaces')) {
+    if (reading.kind === 'incomplete-database') {
       throw new IncompleteDatabaseError(message);
     }
     throw new Error(message);
@@ -520,8 +518,9 @@ function summarize(result: CliResult): string {
 }
 
 /** Reads the last lines written to the log at or after `fromOffset`, capped so a huge log stays cheap. */
-async function readLogTail(logFile: string, fromOffset: number): Promise<string> {
-  const maximumBytes = 64 * 1024;
+/** What the server wrote to its log since `fromOffset`, at most the last 1 MiB of it. */
+async function readLogSince(logFile: string, fromOffset: number): Promise<string> {
+  const maximumBytes = 1024 * 1024;
   try {
     const handle = await open(logFile, 'r');
     try {
@@ -529,13 +528,7 @@ async function readLogTail(logFile: string, fromOffset: number): Promise<string>
       const start = Math.max(fromOffset, size - maximumBytes);
       const buffer = Buffer.alloc(Math.max(0, size - start));
       await handle.read(buffer, 0, buffer.length, start);
-      const lines = buffer.toString('utf8').split('\n');
-      return (
-        lines
-          .slice(-logTailLineCount - 1)
-          .join('\n')
-          .trimEnd() || '(the log is empty)'
-      );
+      return buffer.toString('utf8');
     } finally {
       await handle.close();
     }

@@ -199,6 +199,11 @@ async function createBareDatabase(dbFile: string): Promise<void> {
   try {
     const deadline = Date.now() + 60_000;
     while (!(await clusterHealthSays(address, 'SERVING'))) {
+      if (bare.exitCode !== null || bare.signalCode !== null) {
+        throw new Error(
+          `the bare dev server at ${address} exited (${bare.exitCode ?? bare.signalCode}) before serving`,
+        );
+      }
       if (Date.now() > deadline) {
         throw new Error(`the bare dev server at ${address} never became healthy`);
       }
