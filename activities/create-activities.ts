@@ -144,12 +144,7 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
 
   return {
     async admitCall(request) {
-      const gateRequest: AdmitRequest = {
-        callId: request.callId,
-        tool: request.tool,
-        tier: request.tier,
-        context: request.context,
-      };
+      const gateRequest = admitRequestOf(request);
       const decision = admit(gateRequest);
       if (!request.check || !decision.allowed) return decision;
       const checked = check(request.tool, request.input, request.callId);
@@ -224,12 +219,7 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
   ): Promise<RunToolResult> {
     if (!request.admit) return await body(request);
     const attempt = Context.current().info.attempt;
-    const admitRequest = {
-      callId: request.callId,
-      tool: request.tool,
-      tier: request.tier,
-      context: request.context,
-    };
+    const admitRequest = admitRequestOf(request);
     // The first attempt runs the whole admission and holds the concurrency slot. A retry checks
     // the allowlist again (deny by default must hold even if the first attempt died before its
     // check ran), but not the load gates: admission belongs to the call, as when the workflow
@@ -474,4 +464,12 @@ export function verifySignedDecision(
     maxAgeMs,
   });
   return problem ? refuse(problem) : { accepted: true, claims };
+}
+
+/**
+ * The four fields admission gates see, and nothing else: a gate never gets the arguments, and
+ * `release` gets the same object `admit` got.
+ */
+function admitRequestOf(request: AdmitRequest): AdmitRequest {
+  return { callId: request.callId, tool: request.tool, tier: request.tier, context: request.context };
 }
