@@ -4,6 +4,11 @@ import { type Command, Option } from 'commander';
 import type { ListFilters } from '../client/operations.ts';
 import { ToolgateUsageError } from '../client/toolgate-client.ts';
 import { type CallEffect, CallStatus, type PrincipalKind } from '../contracts/call-record.ts';
+import {
+  currentGatesProtocol,
+  leanGatesProtocol,
+  startableGatesProtocols,
+} from '../contracts/prepare-call.ts';
 import { type CliSession, type ConnectionFlags, EndpointUnavailableError, openSession } from './endpoint.ts';
 import {
   createProgressReporter,
@@ -49,6 +54,19 @@ export function withConnectionOptions(command: Command): Command {
       '--data-dir <dir>',
       'toolgate data directory: endpoint file and approval key (default: TOOLGATE_DATA_DIR or .toolgate)',
     );
+}
+
+/**
+ * `--gate-protocol`, for the commands that start runs (`call`, `replay`): pins new runs to gate
+ * protocol 2 while workers older than protocol 3 still serve the task queue (docs/operators.md).
+ */
+function gateProtocolOption(): Option {
+  return new Option(
+    '--gate-protocol <n>',
+    `gate protocol of the runs this starts; ${leanGatesProtocol} only while workers older than ${currentGatesProtocol} serve the queue (default: ${currentGatesProtocol})`,
+  )
+    .choices(startableGatesProtocols.map(String))
+    .env('TOOLGATE_GATE_PROTOCOL');
 }
 
 /**
@@ -164,6 +182,7 @@ export function addClientCommands(program: Command): void {
       )
       .option('--no-wait', 'print the call ID as soon as it starts'),
   )
+    .addOption(gateProtocolOption())
     .addHelpText(
       'after',
       examples([
@@ -378,6 +397,7 @@ export function addClientCommands(program: Command): void {
         .option('--concurrency <n>', 'bulk: replays at a time', '4'),
     ),
   )
+    .addOption(gateProtocolOption())
     .addHelpText(
       'after',
       examples([

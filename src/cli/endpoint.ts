@@ -28,6 +28,8 @@ export interface ConnectionFlags {
   readonly namespace?: string;
   readonly taskQueue?: string;
   readonly dataDir?: string;
+  /** `--gate-protocol` of the commands that start runs, as typed ("2" or "3"). */
+  readonly gateProtocol?: string;
 }
 
 export interface ResolvedEndpoint {
@@ -160,6 +162,8 @@ export async function openSession(
     taskQueue: endpoint.taskQueue,
     catalog: exampleCatalog,
     ...(signer ? { signer } : {}),
+    // Any other value is refused by the client, with what to do.
+    ...(flags.gateProtocol !== undefined ? { gateProtocol: Number(flags.gateProtocol) as 2 | 3 } : {}),
   });
   return {
     endpoint,

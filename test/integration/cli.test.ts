@@ -89,6 +89,41 @@ describe('toolgate CLI (the real binary, as a process)', () => {
     expect(listed.some((call) => call.callId === succeeded.json['callId'])).toBe(false);
   });
 
+  it('call --gate-protocol 2 starts a protocol-2 run (rollout with older workers); other values are refused', async () => {
+    const scheduledActivities = async (callId: string): Promise<unknown[]> => {
+      const history = await harness.temporal.workflow.getHandle(callId).fetchHistory();
+      return (history.events ?? []).flatMap((event) =>
+        event.activityTaskScheduledEventAttributes
+          ? [event.activityTaskScheduledEventAttributes.activityType?.name]
+          : [],
+      );
+    };
+    const [pinned, current, refused] = await Promise.all([
+      run(
+        'call',
+        'read_config',
+        '--input',
+        '{"name":"region"}',
+        '--tenant',
+        'cli-p2',
+        '--gate-protocol',
+        '2',
+      ),
+      run('call', 'read_config', '--input', '{"name":"region"}', '--tenant', 'cli-p3'),
+      run('call', 'read_config', '--input', '{"name":"region"}', '--gate-protocol', '4'),
+    ]);
+    expect(pinned.code).toBe(0);
+    expect(pinned.json['status']).toBe('succeeded');
+    // Protocol 2 runs a readonly tool with runTool; protocol 3 with checkAndRunTool.
+    expect(await scheduledActivities(String(pinned.json['callId']))).toEqual(['runTool']);
+    expect(current.code).toBe(0);
+    expect(await scheduledActivities(String(current.json['callId']))).toEqual(['checkAndRunTool']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      "'--gate-protocol <n>' argument '4' is invalid. Allowed choices are 2, 3.",
+    );
+  });
+
   it('approve and reject: a non-approver is refused (4), an approver approves (0) and the transfer runs once', async () => {
     const transfer = (reference: string, memo: string | null) =>
       JSON.stringify({ reference, from: 'ACC-1', to: 'ACC-2', amountCents: 4200, currency: 'EUR', memo });
