@@ -517,7 +517,6 @@ function summarize(result: CliResult): string {
   return text.length > 300 ? `${text.slice(0, 300)}…` : text || '(no output)';
 }
 
-/** Reads the last lines written to the log at or after `fromOffset`, capped so a huge log stays cheap. */
 /** What the server wrote to its log since `fromOffset`, at most the last 1 MiB of it. */
 async function readLogSince(logFile: string, fromOffset: number): Promise<string> {
   const maximumBytes = 1024 * 1024;
