@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createHarness, type Harness } from '../support/harness.ts';
+import { scheduledActivityTypes } from '../support/history.ts';
 import { waitFor } from '../support/wait.ts';
 
 const binary = fileURLToPath(new URL('../../bin/toolgate.js', import.meta.url));
@@ -90,14 +91,7 @@ describe('toolgate CLI (the real binary, as a process)', () => {
   });
 
   it('call --gate-protocol 2 starts a protocol-2 run (rollout with older workers); other values are refused', async () => {
-    const scheduledActivities = async (callId: string): Promise<unknown[]> => {
-      const history = await harness.temporal.workflow.getHandle(callId).fetchHistory();
-      return (history.events ?? []).flatMap((event) =>
-        event.activityTaskScheduledEventAttributes
-          ? [event.activityTaskScheduledEventAttributes.activityType?.name]
-          : [],
-      );
-    };
+    const scheduledActivities = (callId: string) => scheduledActivityTypes(harness.temporal, callId);
     const [pinned, current, refused] = await Promise.all([
       run(
         'call',

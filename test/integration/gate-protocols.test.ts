@@ -7,6 +7,7 @@ import { searchAttributeKeys } from '../../src/contracts/search-attributes.ts';
 import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import type { ToolCallRequest } from '../../workflows/tool-call.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
+import { eventTypes as historyEventTypes, scheduledActivityTypes } from '../support/history.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
@@ -28,10 +29,7 @@ describe('gate protocols', () => {
   const executions = async (callId: string) =>
     (await harness.readLines(harness.tools.paths.executionsFile)).filter((line) => line['callId'] === callId);
 
-  const eventTypes = async (callId: string) =>
-    ((await harness.temporal.workflow.getHandle(callId).fetchHistory()).events ?? []).map((event) =>
-      Object.keys(event).find((field) => field.endsWith('EventAttributes')),
-    );
+  const eventTypes = (callId: string) => historyEventTypes(harness.temporal, callId);
 
   /** Starts read_config as a client of the given gate protocol would (undefined: protocol 1). */
   const startDirectly = async (
@@ -140,12 +138,7 @@ describe('gate protocols', () => {
     const run = async (input: Record<string, unknown>) => {
       const callId = await startDirectly({ input, protocol: leanGatesProtocol });
       const record = await harness.client.result(callId);
-      const history = await harness.temporal.workflow.getHandle(callId).fetchHistory();
-      const scheduled = (history.events ?? []).flatMap((event) =>
-        event.activityTaskScheduledEventAttributes
-          ? [event.activityTaskScheduledEventAttributes.activityType?.name]
-          : [],
-      );
+      const scheduled = await scheduledActivityTypes(harness.temporal, callId);
       return { record, scheduled, events: await eventTypes(callId) };
     };
     const allowed = await run({ name: 'region' });
@@ -171,13 +164,7 @@ describe('gate protocols', () => {
     });
     const record = await pinned.call({ tool: 'read_config', input: { name: 'region' } }, agent);
     expect(record).toMatchObject({ status: 'succeeded', effect: 'none' });
-    const history = await harness.temporal.workflow.getHandle(record.callId).fetchHistory();
-    const scheduled = (history.events ?? []).flatMap((event) =>
-      event.activityTaskScheduledEventAttributes
-        ? [event.activityTaskScheduledEventAttributes.activityType?.name]
-        : [],
-    );
-    expect(scheduled).toEqual(['runTool']);
+    expect(await scheduledActivityTypes(harness.temporal, record.callId)).toEqual(['runTool']);
     for (const gateProtocol of [1, 4, '3']) {
       expect(
         () =>

@@ -7,6 +7,7 @@ import { loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
 import type { ToolgateActivities } from '../../src/contracts/activity-types.ts';
 import { bundleToolgateWorkflows, createWorker } from '../../src/worker/create-worker.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
+import { eventTypes as historyEventTypes, scheduledActivityTypes } from '../support/history.ts';
 import { tightenedCatalog, tightenedTransfer } from '../support/tightened-catalog.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -42,10 +43,7 @@ describe('validation recorded in history (gate protocol 3)', () => {
     await Promise.all(others.map((other) => other.running));
     others.length = 0;
   }
-  const eventTypes = async (callId: string) =>
-    ((await harness.temporal.workflow.getHandle(callId).fetchHistory()).events ?? []).map((event) =>
-      Object.keys(event).find((field) => field.endsWith('EventAttributes')),
-    );
+  const eventTypes = (callId: string) => historyEventTypes(harness.temporal, callId);
   const transfer = (reference: string, amountCents: number) => ({
     tool: 'transfer_funds',
     input: { reference, from: 'ACC-1', to: 'ACC-2', amountCents, currency: 'EUR', memo: null },
@@ -67,13 +65,7 @@ describe('validation recorded in history (gate protocol 3)', () => {
     const record = await harness.client.call({ tool: 'read_config', input: { name: 7 } }, agent);
     expect(record).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none', attempts: 0 });
     expect(record.transitions.map((transition) => transition.status)).toEqual(['pending', 'denied']);
-    const history = await harness.temporal.workflow.getHandle(record.callId).fetchHistory();
-    const scheduled = (history.events ?? []).flatMap((event) =>
-      event.activityTaskScheduledEventAttributes
-        ? [event.activityTaskScheduledEventAttributes.activityType?.name]
-        : [],
-    );
-    expect(scheduled).toEqual(['checkAndRunTool']);
+    expect(await scheduledActivityTypes(harness.temporal, record.callId)).toEqual(['checkAndRunTool']);
     const executions = await harness.readLines(harness.tools.paths.executionsFile);
     expect(executions.filter((line) => line['callId'] === record.callId)).toEqual([]);
   });
@@ -191,12 +183,7 @@ describe('validation recorded in history (gate protocol 3)', () => {
     );
     let upgraded = false;
     try {
-      const scheduledTypes = async (callId: string) =>
-        ((await harness.temporal.workflow.getHandle(callId).fetchHistory()).events ?? []).flatMap((event) =>
-          event.activityTaskScheduledEventAttributes
-            ? [event.activityTaskScheduledEventAttributes.activityType?.name]
-            : [],
-        );
+      const scheduledTypes = (callId: string) => scheduledActivityTypes(harness.temporal, callId);
       const invalid = await harness.client.call(
         { tool: 'write_report', input: { path: '../escape.md', content: 'x' }, key: 'p3-fallback-bad' },
         agent,
