@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import {
   type Client,
+  isGrpcDeadlineError,
   type WorkflowClient,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
@@ -363,11 +364,20 @@ export class ToolgateClient {
       throw error;
     }
     if (status !== 'RUNNING') return this.result(callId);
-    return withTimeout(
-      handle.query(recordQuery),
-      options.queryTimeoutMs ?? 10_000,
-      'No worker answered the record query; is a toolgate worker running?',
-    );
+    const timeoutMs = options.queryTimeoutMs ?? 10_000;
+    try {
+      // A deadline on the RPC itself: a query nobody answers is cancelled, not left in flight.
+      return await this.temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
+        handle.query(recordQuery),
+      );
+    } catch (error) {
+      if (!isGrpcDeadlineError(error)) throw error;
+      throw new Error(
+        `No worker answered the record query for ${callId} within ${timeoutMs} ms; ` +
+          'is a toolgate worker running on its task queue?',
+        { cause: error },
+      );
+    }
   }
 
   /**
@@ -423,8 +433,12 @@ export class ToolgateClient {
     await handle.signal(decisionSignal, payload);
     const nonce = (payload as { claims?: { nonce?: unknown } } | null)?.claims?.nonce;
     const deadline = Date.now() + waitMs;
+    // Polled with a growing pause: many decisions sent at once must not flood the workers with
+    // queries while they are busy applying them.
+    let pauseMs = 50;
     while (Date.now() < deadline) {
-      const record = await this.get(callId).catch(() => undefined);
+      const queryTimeoutMs = Math.max(1, Math.min(deadline - Date.now(), 10_000));
+      const record = await this.get(callId, { queryTimeoutMs }).catch(() => undefined);
       if (record) {
         if (typeof nonce === 'string' && record.approval?.decisionNonce === nonce) {
           return { accepted: true, state: 'accepted', record };
@@ -442,7 +456,10 @@ export class ToolgateClient {
           return { accepted: false, state: 'refused', reason: last.reason, record };
         }
       }
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.min(pauseMs, Math.max(0, deadline - Date.now()))),
+      );
+      pauseMs = Math.min(pauseMs * 2, 400);
     }
     return {
       accepted: false,
@@ -518,12 +535,4 @@ function recordFromFailure(error: unknown, callId: string): CallRecord {
     );
   }
   throw error;
-}
-
-function withTimeout<T>(promise: Promise<T>, timeoutMs: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), timeoutMs);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -495,6 +495,12 @@ describe('the five gates against a real dev server', () => {
       const started = await harness.client.start(transfer('t-restart'), agent);
       await approvedRecord(started.callId);
       await harness.stopWorker();
+      // With no worker, reading the live record fails within its timeout and says what to check.
+      const asked = Date.now();
+      await expect(harness.client.get(started.callId, { queryTimeoutMs: 1_000 })).rejects.toThrow(
+        `No worker answered the record query for ${started.callId} within 1000 ms; is a toolgate worker running`,
+      );
+      expect(Date.now() - asked).toBeLessThan(5_000);
       await harness.startWorker();
       const outcome = await harness.client.approve(started.callId, { approver: 'alice' });
       expect(outcome.accepted).toBe(true);
