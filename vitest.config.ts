@@ -14,6 +14,10 @@ export default defineConfig({
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
           environment: 'node',
+          // Some unit tests spawn the bench's CLIs or replay recorded histories: a second or two
+          // each here, several times that on a loaded CI machine. Vitest's default of 5 s made one
+          // of them time out there; a timeout is a hang detector, never a speed check.
+          testTimeout: 60_000,
         },
       },
       {

@@ -11,6 +11,7 @@ import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
 import { type ChildHandle, spawnScript, spawnWorker } from '../support/child-processes.ts';
 import { agent } from '../support/harness.ts';
+import { mapLimited } from '../support/map-limited.ts';
 import type { WorkerProcessConfig } from '../support/worker-process.ts';
 
 let workDir: string;
@@ -232,7 +233,8 @@ describe('worker processes killed mid-call', () => {
         },
       };
     });
-    const records = await Promise.all(calls.map((call) => context.client.call(call.request, agent)));
+    // All 200 at once; if one throws, the others are awaited before the test fails (mapLimited).
+    const records = await mapLimited(calls, calls.length, (call) => context.client.call(call.request, agent));
     const files = await readdir(join(context.dataDir, 'reports', 'dup'));
     expect(files).toHaveLength(20);
     const wrote = (await context.lines('executions.jsonl')).filter((line) => line['event'] === 'wrote');

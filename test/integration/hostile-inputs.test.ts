@@ -5,25 +5,7 @@ import type { CallRecord } from '../../src/contracts/call-record.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { hostileDns, hostilePaths, hostileUrls, legitimatePaths } from '../support/hostile-inputs.ts';
 import { type LoopbackServer, startLoopbackServer } from '../support/loopback-server.ts';
-
-/** Runs `work` over `items` with at most `limit` in flight, keeping the order of results. */
-async function mapLimited<T, R>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T, index: number) => Promise<R>,
-) {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) {
-        const index = next++;
-        results[index] = await work(items[index]!, index);
-      }
-    }),
-  );
-  return results;
-}
+import { mapLimited } from '../support/map-limited.ts';
 
 async function listFiles(root: string): Promise<string[]> {
   const entries = await readdir(root, { recursive: true, withFileTypes: true }).catch(() => []);
