@@ -76,7 +76,7 @@ export type {
   StartedCall,
   ToolgateClientOptions,
 } from './client/toolgate-client.ts';
-export { ToolgateClient, ToolgateUsageError } from './client/toolgate-client.ts';
+export { NoWorkerAnsweredError, ToolgateClient, ToolgateUsageError } from './client/toolgate-client.ts';
 export type { DecisionClaims, SignedDecision } from './contracts/approval.ts';
 export { callId, idempotencyKeyPattern } from './contracts/call-id.ts';
 export type {

@@ -2,7 +2,7 @@ import { userInfo } from 'node:os';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { type Command, Option } from 'commander';
 import type { ListFilters } from '../client/operations.ts';
-import { ToolgateUsageError } from '../client/toolgate-client.ts';
+import { NoWorkerAnsweredError, ToolgateUsageError } from '../client/toolgate-client.ts';
 import { type CallEffect, CallStatus, type PrincipalKind } from '../contracts/call-record.ts';
 import {
   currentGatesProtocol,
@@ -84,7 +84,7 @@ async function runWithSession(
     process.exitCode = await body(session);
   } catch (error) {
     const exitCode =
-      error instanceof EndpointUnavailableError
+      error instanceof EndpointUnavailableError || error instanceof NoWorkerAnsweredError
         ? ExitCode.unavailable
         : error instanceof WorkflowNotFoundError
           ? ExitCode.notFound

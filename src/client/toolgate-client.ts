@@ -170,6 +170,11 @@ export class ToolgateUsageError extends Error {
   override readonly name = 'ToolgateUsageError';
 }
 
+/** No worker answered a call's record query: none runs on the call's task queue, or all are busy. */
+export class NoWorkerAnsweredError extends Error {
+  override readonly name = 'NoWorkerAnsweredError';
+}
+
 /**
  * The caller's API. Each method takes the trusted context of the application (tenant, principal),
  * never anything the model wrote.
@@ -371,10 +376,14 @@ export class ToolgateClient {
         handle.query(recordQuery),
       );
     } catch (error) {
-      if (!isGrpcDeadlineError(error)) throw error;
-      throw new Error(
-        `No worker answered the record query for ${callId} within ${timeoutMs} ms; ` +
-          'is a toolgate worker running on its task queue?',
+      const why = isGrpcDeadlineError(error)
+        ? `within ${timeoutMs} ms`
+        : sawNoPoller(error)
+          ? 'and the server has seen none poll its task queue recently'
+          : undefined;
+      if (why === undefined) throw error;
+      throw new NoWorkerAnsweredError(
+        `No worker answered the record query for ${callId} ${why}; is a toolgate worker running on its task queue?`,
         { cause: error },
       );
     }
@@ -519,6 +528,24 @@ function checkContext(context: CallContext): void {
 }
 
 /** A released call closes as Failed with its record attached; anything else is reported honestly. */
+/**
+ * Whether the server refused a query because no worker has polled the call's task queue lately.
+ * Matching answers that (FAILED_PRECONDITION, "no poller seen for task queue recently") instead of
+ * waiting out the deadline once less than a second of it is left; with a short deadline, at once.
+ */
+function sawNoPoller(error: unknown): boolean {
+  for (let current = error; current instanceof Error; current = current.cause) {
+    const { code, details } = current as Error & { code?: unknown; details?: unknown };
+    if (code === grpcFailedPrecondition && typeof details === 'string' && /no poller seen/i.test(details)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/** gRPC's FAILED_PRECONDITION status code. */
+const grpcFailedPrecondition = 9;
+
 function recordFromFailure(error: unknown, callId: string): CallRecord {
   if (error instanceof WorkflowFailedError) {
     const cause = error.cause;

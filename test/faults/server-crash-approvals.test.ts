@@ -158,7 +158,12 @@ describe('dev server SIGKILL while approval calls wait', () => {
       `all approved (${confirmed} confirmed within the wait; an approval returned after ` +
         `${approvalMs[Math.floor(callCount / 2)]} ms at the median, ${approvalMs[callCount - 1]} ms at most)`,
     );
-    const records: CallRecord[] = await mapLimited(callIds, 20, (id) => client.result(id));
+    // Bounded: a call whose decision never counted would wait for a human for a day, and the test
+    // would end in a bare timeout instead of naming it.
+    const resultsDeadline = Date.now() + 120_000;
+    const records: CallRecord[] = await mapLimited(callIds, 20, (id) =>
+      client.temporal.connection.withDeadline(resultsDeadline, () => client.result(id)),
+    );
     expect(
       records.flatMap((record) =>
         record.status === 'succeeded' && record.approval?.decidedBy === 'alice'
