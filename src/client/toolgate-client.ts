@@ -527,11 +527,11 @@ function checkContext(context: CallContext): void {
   }
 }
 
-/** A released call closes as Failed with its record attached; anything else is reported honestly. */
 /**
  * Whether the server refused a query because no worker has polled the call's task queue lately.
- * Matching answers that (FAILED_PRECONDITION, "no poller seen for task queue recently") instead of
- * waiting out the deadline once less than a second of it is left; with a short deadline, at once.
+ * When less than a second of the query's deadline is left and no worker has started a poll within
+ * `matching.queryPollerUnavailableWindow` (20 s by default), matching answers FAILED_PRECONDITION
+ * "no poller seen for task queue recently" instead of waiting; with a short deadline, at once.
  */
 function sawNoPoller(error: unknown): boolean {
   for (let current = error; current instanceof Error; current = current.cause) {
@@ -546,6 +546,7 @@ function sawNoPoller(error: unknown): boolean {
 /** gRPC's FAILED_PRECONDITION status code. */
 const grpcFailedPrecondition = 9;
 
+/** A released call closes as Failed with its record attached; anything else is reported honestly. */
 function recordFromFailure(error: unknown, callId: string): CallRecord {
   if (error instanceof WorkflowFailedError) {
     const cause = error.cause;
