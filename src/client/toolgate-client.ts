@@ -369,7 +369,7 @@ export class ToolgateClient {
       throw error;
     }
     if (status !== 'RUNNING') return this.result(callId);
-    const timeoutMs = options.queryTimeoutMs ?? 10_000;
+    const timeoutMs = options.queryTimeoutMs ?? defaultQueryTimeoutMs;
     try {
       // A deadline on the RPC itself: a query nobody answers is cancelled, not left in flight.
       return await this.temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
@@ -446,7 +446,7 @@ export class ToolgateClient {
     // queries while they are busy applying them.
     let pauseMs = 50;
     while (Date.now() < deadline) {
-      const queryTimeoutMs = Math.max(1, Math.min(deadline - Date.now(), 10_000));
+      const queryTimeoutMs = Math.max(1, Math.min(deadline - Date.now(), defaultQueryTimeoutMs));
       const record = await this.get(callId, { queryTimeoutMs }).catch(() => undefined);
       if (record) {
         if (typeof nonce === 'string' && record.approval?.decisionNonce === nonce) {
@@ -542,6 +542,9 @@ function sawNoPoller(error: unknown): boolean {
   }
   return false;
 }
+
+/** How long get() waits for a worker to answer the record query, unless told otherwise. */
+const defaultQueryTimeoutMs = 10_000;
 
 /** gRPC's FAILED_PRECONDITION status code. */
 const grpcFailedPrecondition = 9;

@@ -12,6 +12,7 @@ import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
 import { type ChildHandle, spawnWorker } from '../support/child-processes.ts';
 import { agent } from '../support/harness.ts';
 import { mapLimited } from '../support/map-limited.ts';
+import { waitFor } from '../support/wait.ts';
 
 const callCount = 100;
 
@@ -96,21 +97,22 @@ describe('dev server SIGKILL while approval calls wait', () => {
     // Every call's live record, read from its workflow, until all of them wait for approval. A
     // read that fails (a busy or cold worker can miss the query's timeout) counts as not yet
     // waiting; the last failure is quoted if the deadline passes.
-    const allWaiting = async (target: ToolgateClient) => {
-      const deadline = Date.now() + 90_000;
-      for (;;) {
-        let lastFailure = 'none';
-        const records = await mapLimited(callIds, 20, (id) =>
-          target.get(id).catch((error: unknown) => {
-            lastFailure = String(error);
-            return undefined;
-          }),
-        );
-        const count = records.filter((record) => record?.status === 'awaiting_approval').length;
-        if (count === callCount || Date.now() > deadline) return { count, lastFailure };
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    };
+    const allWaiting = (target: ToolgateClient) =>
+      waitFor(
+        async () => {
+          let lastFailure = 'none';
+          const records = await mapLimited(callIds, 20, (id) =>
+            target.get(id).catch((error: unknown) => {
+              lastFailure = String(error);
+              return undefined;
+            }),
+          );
+          const count = records.filter((record) => record?.status === 'awaiting_approval').length;
+          if (count === callCount) return { count, lastFailure };
+          throw new Error(`${count} of ${callCount} calls waiting; last failed read: ${lastFailure}`);
+        },
+        { timeoutMs: 90_000, intervalMs: 250, what: `all ${callCount} calls awaiting approval` },
+      );
     expect(await allWaiting(client)).toEqual({ count: callCount, lastFailure: 'none' });
     phase(`${callCount} waiting`);
 
