@@ -88,7 +88,7 @@ Speed never fails the run; the exit code is 1 when any call of any variant faile
   --help                     this text
 
 Examples:
-  npm run bench                                   full run, about 20 minutes on 2 cores
+  npm run bench                                   full run, 20 to 40 minutes on 2 cores
   npm run bench -- --quick                        what .ci/run does
   npm run bench -- --phase latency --variants B,C --concurrency 16 --output-name try1
 How to read the output: README "Benchmarks: how to read them", and docs/benchmarks.md.
