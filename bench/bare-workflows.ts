@@ -13,12 +13,15 @@ import { type RunToolRequest, type RunToolResult, ToolFailureType } from '../src
 import type { ToolCallRequest } from '../src/contracts/prepare-call.ts';
 import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
 import type { BenchReadInput } from './bench-catalog.ts';
+import { spin } from './busy-work.ts';
 
 /** The activities of the bare worker: the same tool body as bench_read, with no gates around it. */
 export interface BareActivities {
   benchTool(input: BenchReadInput): Promise<unknown>;
   /** B-idx's activity: takes and returns what C's `runTool` does, and only runs the tool body. */
   benchIndexedTool(request: RunToolRequest): Promise<RunToolResult>;
+  /** The `B-idx+cpu` probe's activity: B-idx's, after `spin(iterations)`. */
+  benchIndexedBusyTool(request: RunToolRequest, iterations: number): Promise<RunToolResult>;
 }
 
 const bare = proxyActivities<BareActivities>({
@@ -61,11 +64,18 @@ const bareIndexed = proxyActivities<BareActivities>({
  * status and effect as C does, and returns a result the shape and size of C's record. No gate runs:
  * no fingerprint, no allowlist, no schema, no admission, no executor. C against B-idx is what the
  * gates cost; B-idx against B is what the index and the record cost Temporal.
+ *
+ * With `work`, it is the `B-idx+cpu` probe (bench/busy-work.ts): the same, plus plain CPU work in
+ * its first workflow turn and in its activity, counted in iterations so that a replay does the same.
  */
-export async function bareIndexedCall(request: ToolCallRequest): Promise<unknown> {
+export async function bareIndexedCall(
+  request: ToolCallRequest,
+  work?: { readonly workflowIterations: number; readonly activityIterations: number },
+): Promise<unknown> {
+  if (work && spin(work.workflowIterations) === 0.5) throw new Error('unreachable: spin returns an integer');
   const { workflowId, runId } = workflowInfo();
   const pendingAt = new Date().toISOString();
-  const result = await bareIndexed.benchIndexedTool({
+  const toolRequest: RunToolRequest = {
     admit: true,
     callId: workflowId,
     tool: request.tool,
@@ -73,7 +83,10 @@ export async function bareIndexedCall(request: ToolCallRequest): Promise<unknown
     tier: 'readonly',
     timeoutMs: 15_000,
     context: request.context,
-  });
+  };
+  const result = await (work
+    ? bareIndexed.benchIndexedBusyTool(toolRequest, work.activityIterations)
+    : bareIndexed.benchIndexedTool(toolRequest));
   upsertSearchAttributes([
     { key: searchAttributeKeys.callStatus, value: 'succeeded' },
     { key: searchAttributeKeys.callEffect, value: 'none' },

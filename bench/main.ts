@@ -11,10 +11,12 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { findTemporalCli, startDevServer, temporalCliVersion } from '../src/dev/index.ts';
 import { type BlockOrder, type BlockOrderKind, blockOrderKinds, freshSeed } from './block-order.ts';
+import { type BusyWork, defaultBusyWork } from './busy-work.ts';
 import { benchDigest, productDigest } from './pool.ts';
 import { checkTargets, missNote, renderMarkdown, renderSvg } from './report.ts';
 import {
   type LatencyPhaseResult,
+  probeVariants,
   type TargetCheck,
   type VariantName,
   variantNames,
@@ -85,6 +87,8 @@ Speed never fails the run; the exit code is 1 when any call of any variant faile
                              seed: the same seed and --variants repeat a run's order
   --output-name NAME         result file names under bench/results/ (default latest, or quick)
   --cpu-profile DIR          write a .cpuprofile per runner thread (open in Chrome DevTools)
+  --busy-ms 0.5,1,0.5        the B-idx+cpu probe's extra CPU per call, in ms: caller, workflow, activity.
+                             Probes run only when --variants names them (and in --quick)
   --help                     this text
 
 Examples:
@@ -118,6 +122,7 @@ function parseOptions() {
         'waiting-cache': { type: 'string' },
         order: { type: 'string', default: 'shuffled' },
         seed: { type: 'string' },
+        'busy-ms': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -158,6 +163,20 @@ interface BenchSettings {
   readonly serverExtraArgs: string[];
   readonly cpuProfile: string | undefined;
   readonly blockOrder: BlockOrder;
+  readonly busyWork: BusyWork;
+}
+
+/** `--busy-ms caller,workflow,activity`: three numbers of milliseconds, each 0 to 50. */
+function busyWorkOption(text: string | undefined): BusyWork {
+  if (text === undefined) return defaultBusyWork;
+  const parts = text.split(',').map((part) => Number(part.trim()));
+  if (parts.length !== 3 || parts.some((part) => !Number.isFinite(part) || part < 0 || part > 50)) {
+    throw new UsageError(
+      `--busy-ms ${JSON.stringify(text)}: give three numbers of milliseconds from 0 to 50 (caller, workflow, activity), e.g. 0.5,1,0.5`,
+    );
+  }
+  const [callerMs, workflowMs, activityMs] = parts as [number, number, number];
+  return { callerMs, workflowMs, activityMs };
 }
 
 function checkOptions(values: ReturnType<typeof parseOptions>): BenchSettings {
@@ -219,6 +238,7 @@ function checkOptions(values: ReturnType<typeof parseOptions>): BenchSettings {
     ],
     cpuProfile: values['cpu-profile'],
     blockOrder: { kind: orderKind as BlockOrderKind, seed },
+    busyWork: busyWorkOption(values['busy-ms']),
   };
 }
 
@@ -243,7 +263,9 @@ try {
 const defaultOperations: Record<number, number> = { 1: 120, 4: 144, 16: 144, 64: 288 };
 
 function buildConfig(address: string, serverPid: number, dataDir: string): Omit<RunnerConfig, 'mode'> {
-  const variants = options.variants ?? [...variantNames];
+  // A quick run smokes every variant, probes included; a measured run leaves probes to --variants.
+  const variants =
+    options.variants ?? variantNames.filter((name) => options.quick || !probeVariants.has(name));
   const tuning = options.workerTuning;
   const waitingLevels = options.waitingLevels;
   if (options.quick) {
@@ -261,6 +283,7 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
       duplicateHoldMs: 300,
       workerTuning: tuning,
       blockOrder: options.blockOrder,
+      busyWork: options.busyWork,
       waiting: {
         levels: waitingLevels ?? [50],
         cacheSize: 10,
@@ -294,6 +317,7 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
     duplicateHoldMs: 300,
     workerTuning: tuning,
     blockOrder: options.blockOrder,
+    busyWork: options.busyWork,
     waiting: {
       levels: waitingLevels ?? [1_000, 5_000, 10_000],
       cacheSize: options.waitingCache ?? 100,
@@ -434,6 +458,7 @@ async function main(): Promise<number> {
       openLoopRatePerSecond: base.openLoopRatePerSecond,
       openLoopDurationMs: base.openLoopDurationMs,
       blockOrder: base.blockOrder,
+      ...(base.variants.some((variant) => probeVariants.has(variant)) ? { busyWork: base.busyWork } : {}),
       productDigest: digest,
       benchDigest: benchCode,
     },

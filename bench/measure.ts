@@ -168,8 +168,17 @@ export function residentMegabytes(pid: number): number | undefined {
 
 /** User plus system CPU time of a process in milliseconds, from /proc/<pid>/stat (100 ticks/s). */
 export function cpuMilliseconds(pid: number): number | undefined {
+  return statCpuMilliseconds(`/proc/${pid}/stat`);
+}
+
+/** The same for one thread of this process, from /proc/self/task/<tid>/stat. */
+export function threadCpuMilliseconds(tid: number): number | undefined {
+  return statCpuMilliseconds(`/proc/self/task/${tid}/stat`);
+}
+
+function statCpuMilliseconds(path: string): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(path, 'utf8');
     // The command name may hold spaces, so count fields from the closing parenthesis.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const userTicks = Number(fields[11]);

@@ -83,6 +83,8 @@ export function renderMarkdown(results: BenchResults): string {
         );
       }
     }
+    const threads = renderThreadCpu(latency.cells, conditions);
+    if (threads.length > 0) lines.push('', ...threads);
     if (latency.segments?.length) lines.push('', ...renderSegments(latency.segments));
     lines.push('', '## History events per variant', '');
     lines.push('| variant | events | event types |', '|---|---|---|');
@@ -108,6 +110,53 @@ export function renderMarkdown(results: BenchResults): string {
   lines.push('', '## Variants', '');
   for (const variant of variantNames) lines.push(`- **${variant}**: ${variantDescriptions[variant]}`);
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * The worker process's CPU per call by thread, with the difference from B's in brackets: where a
+ * variant's extra CPU goes (bench/thread-cpu.ts). The workflow column is the worker that ran it.
+ */
+function renderThreadCpu(cells: readonly LatencyCell[], conditions: readonly string[]): string[] {
+  const perCall = (cell: LatencyCell | undefined) => {
+    const threads = cell?.threadCpuMsPerCall;
+    if (!threads) return undefined;
+    return {
+      main: threads.main,
+      workflow: threads.toolgateWorkflow + threads.bareWorkflow,
+      core: threads.core,
+      other: threads.other,
+    };
+  };
+  const rows: string[] = [];
+  for (const variant of variantNames) {
+    for (const condition of conditions) {
+      const figures = perCall(find(cells, variant, condition));
+      if (!figures) continue;
+      const base = variant === 'B' ? undefined : perCall(find(cells, 'B', condition));
+      const show = (key: keyof typeof figures) => withDifference(figures[key], base?.[key]);
+      rows.push(
+        `| ${variant} | ${condition} | ${show('main')} | ${show('workflow')} | ${show('core')} | ${show('other')} |`,
+      );
+    }
+  }
+  if (rows.length === 0) return [];
+  return [
+    '## Worker CPU per call by thread (ms; in brackets, the difference from B)',
+    '',
+    "Read from /proc per block at 100 ticks a second. **main**: the runner's main thread (the load generator and client, the activities, the worker's Node side); **workflow**: the workflow thread of the worker that ran the variant (the sandbox); **core**: the Rust SDK core's threads; **other**: V8's and libuv's helper threads (GC among them).",
+    '',
+    '| variant | condition | main | workflow | core | other |',
+    '|---|---|---|---|---|---|',
+    ...rows,
+  ];
+}
+
+/** `value (+difference)` to two decimals, or the value alone without a base. */
+function withDifference(value: number, base: number | undefined): string {
+  if (base === undefined) return value.toFixed(2);
+  // Rounded first, so that a difference too small to print reads +0.00, never −0.00.
+  const difference = Math.round((value - base) * 100) / 100;
+  return `${value.toFixed(2)} (${difference < 0 ? '−' : '+'}${Math.abs(difference).toFixed(2)})`;
 }
 
 const segmentHeadings: Record<SegmentName | 'total', string> = {
@@ -141,13 +190,9 @@ function renderSegments(segments: readonly SegmentCell[]): string[] {
     for (const variant of variantNames) {
       const cell = find(segments, variant, condition);
       if (!cell) continue;
-      const parts = columns.map((name) => {
-        const value = cell.meanMs[name].toFixed(2);
-        if (!base || variant === 'B') return value;
-        // Rounded first, so that a difference too small to print reads +0.00, never −0.00.
-        const difference = Math.round((cell.meanMs[name] - base.meanMs[name]) * 100) / 100;
-        return `${value} (${difference < 0 ? '−' : '+'}${Math.abs(difference).toFixed(2)})`;
-      });
+      const parts = columns.map((name) =>
+        withDifference(cell.meanMs[name], variant === 'B' ? undefined : base?.meanMs[name]),
+      );
       const calls = cell.skipped ? `${cell.calls} (${cell.skipped} not split)` : `${cell.calls}`;
       lines.push(`| ${variant} | ${calls} | ${parts.join(' | ')} |`);
     }

@@ -1,6 +1,7 @@
 import type { BlockOrder } from './block-order.ts';
 import type { LatencySummary } from './measure.ts';
 import type { SegmentCell } from './segments.ts';
+import type { ThreadGroup } from './thread-cpu.ts';
 
 /** The benchmark variants, in the order the report lists them. */
 export const variantNames = [
@@ -15,11 +16,15 @@ export const variantNames = [
   'D′',
   'I',
   'B-idx',
+  'B-idx+cpu',
   'B-LA',
   'B-0',
   'B-read',
 ] as const;
 export type VariantName = (typeof variantNames)[number];
+
+/** Probes: variants run only when `--variants` names them, never in a default run. */
+export const probeVariants: ReadonlySet<VariantName> = new Set<VariantName>(['B-idx+cpu']);
 
 /** What each variant measures, for the report. */
 export const variantDescriptions: Record<VariantName, string> = {
@@ -35,6 +40,8 @@ export const variantDescriptions: Record<VariantName, string> = {
   I: 'irreversible call with a fresh key',
   'B-idx':
     "floor for C: bare Temporal recording a call as DESIGN asks (C's search attributes, memo, activity options, status upsert and record size), no gates",
+  'B-idx+cpu':
+    "probe: B-idx plus plain CPU work where C's gates put theirs (caller, first workflow turn, activity; --busy-ms)",
   'B-LA': 'bare Temporal fast path: the tool body as a local activity, eager start (C-fast without toolgate)',
   'B-0': 'floor: bare empty workflow, eager start, closed in its first task (no tool at all)',
   'B-read': "floor: one history read of D's closed call (one RPC, nothing else)",
@@ -53,6 +60,8 @@ export interface LatencyCell {
   /** CPU of the worker process (worker plus the in-process load generator) per call. */
   readonly workerCpuMsPerCall: number;
   readonly serverCpuMsPerCall: number;
+  /** The worker process's CPU per call by thread (bench/thread-cpu.ts), where /proc could be read. */
+  readonly threadCpuMsPerCall?: Readonly<Record<ThreadGroup, number>>;
   readonly workerRssMb: number;
   readonly serverRssMb: number;
   readonly eagerRequested: number;

@@ -33,6 +33,7 @@ import {
   type ExecutionCounter,
 } from './bench-tools.ts';
 import { type BlockOrder, blockRounds } from './block-order.ts';
+import { type BusyWork, calibrateSpin, spin } from './busy-work.ts';
 import {
   type CallObserver,
   cpuMilliseconds,
@@ -60,6 +61,7 @@ import {
   meanSegments,
   type SegmentCell,
 } from './segments.ts';
+import { listThreads, newNodeThreads, type ThreadCpu, threadCpuNow, threadGroups } from './thread-cpu.ts';
 
 /** Everything a runner process needs, passed by main.ts in the BENCH_RUNNER_CONFIG variable. */
 export interface RunnerConfig {
@@ -79,6 +81,8 @@ export interface RunnerConfig {
   readonly workerTuning: Record<string, unknown>;
   /** How the variants' blocks are ordered in each round (see `block-order.ts`). */
   readonly blockOrder: BlockOrder;
+  /** The extra CPU work of the `B-idx+cpu` probe (see `busy-work.ts`). */
+  readonly busyWork: BusyWork;
   readonly waiting: {
     readonly levels: readonly number[];
     readonly cacheSize: number;
@@ -129,6 +133,8 @@ interface Environment {
   readonly protocol2Toolgate: ToolgateClient;
   readonly signer: ReturnType<typeof createApprovalSigner>;
   readonly counter: ExecutionCounter;
+  /** Each worker's workflow threads, by thread ID (see `thread-cpu.ts`). */
+  readonly workflowThreads: { readonly toolgate: number[]; readonly bare: number[] };
 }
 
 async function startEnvironment(
@@ -148,6 +154,7 @@ async function startEnvironment(
     approvalPublicKeys: [keys.publicKey],
   });
   const taskQueue = `bench-${randomUUID()}`;
+  const threadsBeforeToolgate = listThreads();
   const worker = await createWorker({
     connection,
     taskQueue,
@@ -156,10 +163,12 @@ async function startEnvironment(
     tuning: tuning as never,
   });
   const running = worker.run();
+  const workflowThreads = { toolgate: newNodeThreads(threadsBeforeToolgate), bare: [] as number[] };
   let bare: Environment['bare'];
   if (options.bare) {
     // Same connection, slots and cache as toolgate's worker; nothing else of toolgate's.
     const bareTaskQueue = `bench-bare-${randomUUID()}`;
+    const threadsBeforeBare = listThreads();
     const bareWorker = await Worker.create({
       connection,
       taskQueue: bareTaskQueue,
@@ -170,10 +179,18 @@ async function startEnvironment(
           output: await benchToolBody(request.input as BenchReadInput, counter),
           attempt: Context.current().info.attempt,
         }),
+        benchIndexedBusyTool: async (request: RunToolRequest, iterations: number) => {
+          if (spin(iterations) === 0.5) throw new Error('unreachable: spin returns an integer');
+          return {
+            output: await benchToolBody(request.input as BenchReadInput, counter),
+            attempt: Context.current().info.attempt,
+          };
+        },
       },
       ...tuning,
     });
     bare = { worker: bareWorker, running: bareWorker.run(), taskQueue: bareTaskQueue };
+    workflowThreads.bare = newNodeThreads(threadsBeforeBare);
   }
   const common = { client: temporal, taskQueue, catalog: benchCatalog, signer };
   return {
@@ -188,6 +205,7 @@ async function startEnvironment(
     protocol2Toolgate: new ToolgateClient({ ...common, gateProtocol: 2 }),
     signer,
     counter,
+    workflowThreads,
   };
 }
 
@@ -224,6 +242,11 @@ function variantOperations(
   environment: Environment,
   duplicate: { readonly key: string; readonly callId: string },
   duplicateHoldMs: number,
+  busy: {
+    readonly callerIterations: number;
+    readonly workflowIterations: number;
+    readonly activityIterations: number;
+  },
 ) {
   const { temporal, toolgate, eagerToolgate, protocol2Toolgate, counter } = environment;
   const bareQueue = () => {
@@ -240,6 +263,33 @@ function variantOperations(
     });
     await handle.result();
     return { workflowId, eagerlyStarted: handle.eagerlyStarted };
+  };
+  /** B-idx's call; with `work`, the `B-idx+cpu` probe's (bench/busy-work.ts). */
+  const bareIndexed = async (
+    sequence: number,
+    work?: { readonly workflowIterations: number; readonly activityIterations: number },
+  ): Promise<OperationOutcome> => {
+    // C's start as the server sees it (ID shape, policies, memo, search attributes, request),
+    // built with none of the client's checks: the fingerprint is random bytes of the same length.
+    const fingerprint = randomBytes(32).toString('hex');
+    const request: ToolCallRequest = {
+      tool: 'bench_read',
+      input: readInput(sequence),
+      context: agent,
+      fingerprint,
+      protocol: currentGatesProtocol,
+    };
+    const workflowId = `bare/bench/bench_read/~${randomUUID()}`;
+    await temporal.workflow.execute('bareIndexedCall', {
+      workflowId,
+      taskQueue: bareQueue(),
+      args: work ? [request, work] : [request],
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      memo: { fingerprint, startNonce: randomUUID() },
+      typedSearchAttributes: indexedAtStart,
+    });
+    return { workflowId };
   };
   const operations: Record<VariantName, Operation> = {
     A: async (sequence) => {
@@ -313,28 +363,13 @@ function variantOperations(
       expectSucceeded(second, 'D′ duplicate');
       return { workflowId: leader.callId, latencyMicroseconds };
     },
-    'B-idx': async (sequence) => {
-      // C's start as the server sees it (ID shape, policies, memo, search attributes, request),
-      // built with none of the client's checks: the fingerprint is random bytes of the same length.
-      const fingerprint = randomBytes(32).toString('hex');
-      const request: ToolCallRequest = {
-        tool: 'bench_read',
-        input: readInput(sequence),
-        context: agent,
-        fingerprint,
-        protocol: currentGatesProtocol,
-      };
-      const workflowId = `bare/bench/bench_read/~${randomUUID()}`;
-      await temporal.workflow.execute('bareIndexedCall', {
-        workflowId,
-        taskQueue: bareQueue(),
-        args: [request],
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        memo: { fingerprint, startNonce: randomUUID() },
-        typedSearchAttributes: indexedAtStart,
+    'B-idx': async (sequence) => bareIndexed(sequence),
+    'B-idx+cpu': async (sequence) => {
+      if (spin(busy.callerIterations) === 0.5) throw new Error('unreachable: spin returns an integer');
+      return bareIndexed(sequence, {
+        workflowIterations: busy.workflowIterations,
+        activityIterations: busy.activityIterations,
       });
-      return { workflowId };
     },
     'B-LA': async (sequence) => bareEager('bareLocalCall', 'bare-local', sequence),
     'B-0': async (sequence) => bareEager('bareEmpty', 'bare-empty', sequence),
@@ -372,6 +407,7 @@ const ownWorkflowVariants: ReadonlySet<VariantName> = new Set<VariantName>([
   'C-fast',
   'I',
   'B-idx',
+  'B-idx+cpu',
   'B-LA',
   'B-0',
 ]);
@@ -436,18 +472,29 @@ interface CellAccumulator {
   serverRssMb: number;
   eagerRequested: number;
   eagerStarted: number;
+  /** Summed over the blocks; absent once any block could not read the threads. */
+  threadCpuMs: ThreadCpu | undefined;
   repetitions: Array<{ p50Ms: number; p99Ms: number; throughputPerSecond: number }>;
 }
 
 async function measureBlock(
   run: () => Promise<RunOutcome>,
   serverPid: number,
+  workflowThreads: Environment['workflowThreads'],
   accumulator: CellAccumulator,
 ): Promise<void> {
   const cpuBefore = process.cpuUsage();
   const serverCpuBefore = cpuMilliseconds(serverPid) ?? 0;
+  const threadsBefore = threadCpuNow(workflowThreads);
   const outcome = await run();
+  const threadsAfter = threadCpuNow(workflowThreads);
   const cpu = process.cpuUsage(cpuBefore);
+  const sums = accumulator.threadCpuMs;
+  if (sums && threadsBefore && threadsAfter) {
+    for (const group of threadGroups) sums[group] += threadsAfter[group] - threadsBefore[group];
+  } else {
+    accumulator.threadCpuMs = undefined;
+  }
   accumulator.workerCpuMs += (cpu.user + cpu.system) / 1000;
   accumulator.serverCpuMs += (cpuMilliseconds(serverPid) ?? 0) - serverCpuBefore;
   accumulator.histogram.add(outcome.histogram);
@@ -487,10 +534,23 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
     expectSucceeded(original, 'D setup');
     const duplicateBefore = await historyShape(temporal, original.callId);
 
+    // The probe's work in iterations of this machine's CPU, calibrated here, before any block.
+    const spinPerMs = config.variants.includes('B-idx+cpu') ? calibrateSpin(() => performance.now()) : 0;
+    const iterations = (ms: number) => Math.round(ms * spinPerMs);
+    if (spinPerMs > 0) {
+      progress(
+        `B-idx+cpu: ${spinPerMs} iterations per ms; extra work per call ${config.busyWork.callerMs} ms caller, ${config.busyWork.workflowMs} ms workflow, ${config.busyWork.activityMs} ms activity`,
+      );
+    }
     const operations = variantOperations(
       environment,
       { key: duplicateKey, callId: original.callId },
       config.duplicateHoldMs,
+      {
+        callerIterations: iterations(config.busyWork.callerMs),
+        workflowIterations: iterations(config.busyWork.workflowMs),
+        activityIterations: iterations(config.busyWork.activityMs),
+      },
     );
     const variants = config.variants;
 
@@ -534,6 +594,7 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
           serverRssMb: 0,
           eagerRequested: 0,
           eagerStarted: 0,
+          threadCpuMs: { main: 0, toolgateWorkflow: 0, bareWorkflow: 0, core: 0, other: 0 },
           repetitions: [],
         };
         accumulators.set(name, accumulator);
@@ -578,7 +639,7 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
       const executionsBefore = counter.count;
       const accumulator = cellFor(variant, condition);
       const operationsBefore = accumulator.operations + accumulator.errors;
-      await measureBlock(run, config.serverPid, accumulator);
+      await measureBlock(run, config.serverPid, environment.workflowThreads, accumulator);
       if (variant === 'D') {
         duplicateExecutions += counter.count - executionsBefore;
         duplicateCalls += accumulator.operations + accumulator.errors - operationsBefore;
@@ -639,6 +700,16 @@ async function runLatencyPhase(config: RunnerConfig): Promise<LatencyPhaseResult
         ...(accumulator.firstError ? { firstError: accumulator.firstError } : {}),
         workerCpuMsPerCall: round(accumulator.workerCpuMs / calls, 3),
         serverCpuMsPerCall: round(accumulator.serverCpuMs / calls, 3),
+        ...(accumulator.threadCpuMs
+          ? {
+              threadCpuMsPerCall: Object.fromEntries(
+                threadGroups.map((group) => [
+                  group,
+                  round((accumulator.threadCpuMs as ThreadCpu)[group] / calls, 3),
+                ]),
+              ) as ThreadCpu,
+            }
+          : {}),
         workerRssMb: round(accumulator.workerRssMb),
         serverRssMb: round(accumulator.serverRssMb),
         eagerRequested: accumulator.eagerRequested,
@@ -707,7 +778,8 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
   );
   try {
     const { toolgate, temporal, signer } = environment;
-    const operations = variantOperations(environment, { key: 'unused', callId: 'unused' }, 0);
+    const noBusyWork = { callerIterations: 0, workflowIterations: 0, activityIterations: 0 };
+    const operations = variantOperations(environment, { key: 'unused', callId: 'unused' }, 0, noBusyWork);
     const measureC = async () => {
       await runClosedLoop(operations.C, settings.callConcurrency, Math.min(20, settings.callOperations));
       return (await runClosedLoop(operations.C, settings.callConcurrency, settings.callOperations)).histogram;

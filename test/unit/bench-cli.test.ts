@@ -26,6 +26,7 @@ describe('npm run bench, its options', () => {
       '--cpu-profile',
       '--order',
       '--seed',
+      '--busy-ms',
     ]) {
       expect(stdout).toContain(option);
     }
@@ -41,6 +42,8 @@ describe('npm run bench, its options', () => {
     [['--order', 'sorted'], /--order "sorted": use shuffled or rotated/],
     [['--seed=-1'], /--seed "-1": use a whole number from 0 to 4294967295/],
     [['--seed', '4294967296'], /--seed "4294967296": use a whole number/],
+    [['--busy-ms', '1,2'], /--busy-ms "1,2": give three numbers of milliseconds from 0 to 50/],
+    [['--busy-ms', '1,x,1'], /--busy-ms "1,x,1": give three numbers/],
     [['--bogus'], /Unknown option '--bogus'/],
   ])('refuses %j with exit 2 and says what to do', (args, message) => {
     const { status, stderr } = bench(...args);
