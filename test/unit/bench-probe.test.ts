@@ -64,7 +64,13 @@ describe('the B-idx+cpu probe and the CPU per thread', () => {
       other: 1,
     });
     const markdown = renderMarkdown({
-      meta: { startedAt: 'now', cores: 2, repetitions: 1, openLoopRatePerSecond: 15, openLoopDurationMs: 8000 },
+      meta: {
+        startedAt: 'now',
+        cores: 2,
+        repetitions: 1,
+        openLoopRatePerSecond: 15,
+        openLoopDurationMs: 8000,
+      },
       latency: {
         cells: [
           { ...benchCell('B', 'c1', 50), threadCpuMsPerCall: threads(8, 7) },
