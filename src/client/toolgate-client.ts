@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import {
   type Client,
+  isGrpcCancelledError,
   isGrpcDeadlineError,
   type WorkflowClient,
   WorkflowExecutionAlreadyStartedError,
@@ -370,17 +371,18 @@ export class ToolgateClient {
     }
     if (status !== 'RUNNING') return this.result(callId);
     const timeoutMs = options.queryTimeoutMs ?? defaultQueryTimeoutMs;
+    const deadline = Date.now() + timeoutMs;
     try {
       // A deadline on the RPC itself: a query nobody answers is cancelled, not left in flight.
-      return await this.temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
-        handle.query(recordQuery),
-      );
+      return await this.temporal.connection.withDeadline(deadline, () => handle.query(recordQuery));
     } catch (error) {
-      const why = isGrpcDeadlineError(error)
-        ? `within ${timeoutMs} ms`
-        : sawNoPoller(error)
-          ? 'and the server has seen none poll its task queue recently'
-          : undefined;
+      const failure = queryFailureKind(error, deadline, Date.now());
+      const why =
+        failure === 'deadline'
+          ? `within ${timeoutMs} ms`
+          : failure === 'no-poller'
+            ? 'and the server has seen none poll its task queue recently'
+            : undefined;
       if (why === undefined) throw error;
       throw new NoWorkerAnsweredError(
         `No worker answered the record query for ${callId} ${why}; is a toolgate worker running on its task queue?`,
@@ -526,6 +528,27 @@ function checkContext(context: CallContext): void {
     throw new ToolgateUsageError("context.principalKind must be 'human', 'agent' or 'service'.");
   }
 }
+
+/**
+ * Why a record query failed, when the reason is that no worker answered: its deadline passed, or the
+ * server refused it for want of a poller. A deadline can also come back as CANCELLED: when the
+ * server's copy of the deadline fires first, it resets the stream, and gRPC reports that as a
+ * cancelled call (seen about once in 40 queries to a stopped worker). A CANCELLED before the
+ * deadline is somebody else's cancel, and is not reported as a missing worker.
+ */
+export function queryFailureKind(
+  error: unknown,
+  deadlineMs: number,
+  nowMs: number,
+): 'deadline' | 'no-poller' | undefined {
+  if (isGrpcDeadlineError(error)) return 'deadline';
+  if (isGrpcCancelledError(error) && nowMs >= deadlineMs - deadlineSlackMs) return 'deadline';
+  if (sawNoPoller(error)) return 'no-poller';
+  return undefined;
+}
+
+/** Clock granularity allowed between gRPC's deadline and ours when a CANCELLED arrives. */
+const deadlineSlackMs = 25;
 
 /**
  * Whether the server refused a query because no worker has polled the call's task queue lately.
