@@ -551,24 +551,25 @@ describe('the five gates against a real dev server', () => {
       const first = await watched.start(transfer('t-long'), agent);
       await approvedRecord(first.callId);
       const handle = harness.temporal.workflow.getHandle(first.callId);
-      // Spaced out, so that each signal and the workflow task it wakes are batches of their own: a
-      // page is counted in batches, and the history must run to more than one page of them.
+      // One at a time: each signal is sent only once the one before it was refused, so that each
+      // signal and the workflow task it wakes are batches of their own (a signal that arrives while
+      // a task runs is written with that task, and a busy worker would merge many). A page is
+      // counted in batches, and the history must run to more than one page of them.
       const forged = 80;
+      const refusedSoFar = async () => {
+        const record = await harness.client.get(first.callId);
+        return (record?.refusedDecisions.length ?? 0) + (record?.refusedDecisionsDropped ?? 0);
+      };
       for (let index = 0; index < forged; index++) {
         await handle.signal('decision', {
           claims: { decision: 'approve', approver: 'alice', nonce: `forged-long-${index}` },
           signature: 'AAAA',
         });
-        await new Promise((resolve) => setTimeout(resolve, 30));
+        await waitFor(async () => ((await refusedSoFar()) > index ? true : undefined), {
+          what: `forged decision ${index + 1} refused`,
+          intervalMs: 10,
+        });
       }
-      await waitFor(
-        async () => {
-          const record = await harness.client.get(first.callId);
-          const refused = (record?.refusedDecisions.length ?? 0) + (record?.refusedDecisionsDropped ?? 0);
-          return refused >= forged || undefined;
-        },
-        { what: 'every forged decision refused' },
-      );
       const fullLength = (await handle.fetchHistory()).events?.length ?? 0;
       expect(fullLength).toBeGreaterThan(3 * forged);
 
