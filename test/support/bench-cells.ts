@@ -1,3 +1,4 @@
+import { renderMarkdown } from '../../bench/report.ts';
 import type { LatencyCell, VariantName } from '../../bench/result-types.ts';
 
 /**
@@ -25,4 +26,16 @@ export function benchCell(
     eagerStarted: 0,
     repetitions: repetitionP50s.map((p50) => ({ p50Ms: p50, p99Ms: p50, throughputPerSecond: 1000 / p50 })),
   };
+}
+
+/**
+ * The markdown report of a latency phase with only the given parts (cells, segments…), under a
+ * fixed header: for tests of one table at a time.
+ */
+export function renderLatencyReport(latency: Record<string, unknown>): string {
+  return renderMarkdown({
+    meta: { startedAt: 'now', cores: 2, repetitions: 1, openLoopRatePerSecond: 15, openLoopDurationMs: 8000 },
+    latency: { cells: [], histories: {}, duplicateCheck: {}, ...latency },
+    targets: [],
+  } as never);
 }

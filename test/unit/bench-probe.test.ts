@@ -2,9 +2,8 @@ import { readFileSync } from 'node:fs';
 import { isMainThread, Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { calibrateSpin, spin } from '../../bench/busy-work.ts';
-import { renderMarkdown } from '../../bench/report.ts';
 import { listThreads, newNodeThreads, threadCpuNow } from '../../bench/thread-cpu.ts';
-import { benchCell } from '../support/bench-cells.ts';
+import { benchCell, renderLatencyReport } from '../support/bench-cells.ts';
 
 /** CPU time of the calling thread, in ms (100 ticks a second). */
 function ownCpuMs(): number {
@@ -90,27 +89,15 @@ describe('the B-idx+cpu probe and the CPU per thread', () => {
       core: 2,
       other: 1,
     });
-    const markdown = renderMarkdown({
-      meta: {
-        startedAt: 'now',
-        cores: 2,
-        repetitions: 1,
-        openLoopRatePerSecond: 15,
-        openLoopDurationMs: 8000,
-      },
-      latency: {
-        cells: [
-          { ...benchCell('B', 'c1', 50), threadCpuMsPerCall: threads(8, 7) },
-          {
-            ...benchCell('C', 'c1', 55),
-            threadCpuMsPerCall: { ...threads(9.5, 0), toolgateWorkflow: 8.25, other: 0.996 },
-          },
-        ],
-        histories: {},
-        duplicateCheck: {},
-      },
-      targets: [],
-    } as never);
+    const markdown = renderLatencyReport({
+      cells: [
+        { ...benchCell('B', 'c1', 50), threadCpuMsPerCall: threads(8, 7) },
+        {
+          ...benchCell('C', 'c1', 55),
+          threadCpuMsPerCall: { ...threads(9.5, 0), toolgateWorkflow: 8.25, other: 0.996 },
+        },
+      ],
+    });
     expect(markdown).toContain('## Worker CPU per call by thread');
     expect(markdown).toContain('| B | c1 | 8.00 | 7.00 | 2.00 | 1.00 |');
     // C ran on toolgate's worker, B on the bare one: each is compared by its own workflow thread.

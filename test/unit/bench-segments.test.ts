@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { describe, expect, it } from 'vitest';
-import { renderMarkdown } from '../../bench/report.ts';
 import { callSegments, meanSegments, segmentNames } from '../../bench/segments.ts';
+import { renderLatencyReport } from '../support/bench-cells.ts';
 
 const fixture = new URL('../fixtures/histories/protocol-2/succeeded.json', import.meta.url);
 
@@ -134,32 +134,19 @@ describe('splitting a call by its history', () => {
       result: 1,
       total,
     });
-    const markdown = renderMarkdown({
-      meta: {
-        startedAt: 'now',
-        cores: 2,
-        repetitions: 1,
-        openLoopRatePerSecond: 15,
-        openLoopDurationMs: 8000,
-      },
-      latency: {
-        cells: [],
-        histories: {},
-        duplicateCheck: {},
-        segments: [
-          { variant: 'C', condition: 'c1', calls: 30, meanMs: meanMs(21.5) },
-          { variant: 'B', condition: 'c1', calls: 30, meanMs: meanMs(19.25) },
-          {
-            variant: 'B-idx',
-            condition: 'c1',
-            calls: 28,
-            skipped: 2,
-            meanMs: { ...meanMs(19.248), start: 0.996 },
-          },
-        ],
-      },
-      targets: [],
-    } as never);
+    const markdown = renderLatencyReport({
+      segments: [
+        { variant: 'C', condition: 'c1', calls: 30, meanMs: meanMs(21.5) },
+        { variant: 'B', condition: 'c1', calls: 30, meanMs: meanMs(19.25) },
+        {
+          variant: 'B-idx',
+          condition: 'c1',
+          calls: 28,
+          skipped: 2,
+          meanMs: { ...meanMs(19.248), start: 0.996 },
+        },
+      ],
+    });
     expect(markdown).toContain('## Where the time goes');
     // A difference that rounds to zero reads +0.00, whichever side of zero it was on.
     expect(markdown).toContain('| B-idx | 28 (2 not split) | 1.00 (+0.00) | 2.00 (+0.00) | 13.25 (+0.00) |');
