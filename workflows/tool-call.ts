@@ -17,6 +17,7 @@ import {
 } from '@temporalio/workflow';
 import type {
   AdmitDecision,
+  RunToolRequest,
   RunToolResult,
   ToolFailureDetails,
   ToolgateActivities,
@@ -282,7 +283,17 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       // A readonly call's "running" lasts as long as a read; visibility tracks it where a side
       // effect is at stake (the record keeps every transition either way).
       transition('running', { index: !admitInExecution });
-      const result = await execute(tool, input, admitInExecution, checkedByExecutor);
+      // The activity is awaited here, not in a helper: every promise a workflow creates costs a
+      // stack capture in the SDK's promise hook (for the stack-trace query), and an async layer
+      // adds two. The commands are the same either way.
+      const run = executor(tool);
+      const runRequest = runRequestOf(tool, input, admitInExecution, checkedByExecutor);
+      let result: RunToolResult;
+      try {
+        result = await (checkedByExecutor ? run.checkAndRunTool(runRequest) : run.runTool(runRequest));
+      } catch (error) {
+        classifyExecutionFailure(tool.tier, error, checkedByExecutor);
+      }
       record.attempts = result.attempt;
       record.output = result.output;
       close('succeeded', undefined, tool.tier === 'readonly' ? 'none' : 'applied');
@@ -373,13 +384,14 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       }
     }
 
-    async function execute(
+    /** What the execution activity gets: the checked input, the tier's key, and its deadline. */
+    function runRequestOf(
       tool: ToolContract,
       input: unknown,
       admit: boolean,
       checked: boolean,
-    ): Promise<RunToolResult> {
-      const runRequest = {
+    ): RunToolRequest {
+      return {
         ...(admit ? { admit: true } : {}),
         ...(checked && !admit ? { validatedAtAdmission: true } : {}),
         callId: record.callId,
@@ -390,6 +402,10 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
         timeoutMs: tool.timeoutMs,
         context: request.context,
       };
+    }
+
+    /** The tool's activity: a local one on the fast path, else a regular one that heartbeats. */
+    function executor(tool: ToolContract): ToolgateActivities {
       const retry = {
         maximumAttempts: tool.retry.maximumAttempts,
         initialInterval: tool.retry.initialIntervalMs,
@@ -401,26 +417,20 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
           ToolFailureType.missingImplementation,
         ],
       };
-      try {
-        if (tool.fastPath) {
-          const local = proxyLocalActivities<ToolgateActivities>({
-            startToCloseTimeout: tool.timeoutMs + deadlineGraceMs,
-            retry,
-            cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-          });
-          return await (checked ? local.checkAndRunTool(runRequest) : local.runTool(runRequest));
-        }
-        const activities = proxyActivities<ToolgateActivities>({
+      if (tool.fastPath) {
+        return proxyLocalActivities<ToolgateActivities>({
           startToCloseTimeout: tool.timeoutMs + deadlineGraceMs,
-          heartbeatTimeout: heartbeatTimeoutMs,
           retry,
-          // Without this the workflow would report "cancelled" while the tool may still be running.
           cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         });
-        return await (checked ? activities.checkAndRunTool(runRequest) : activities.runTool(runRequest));
-      } catch (error) {
-        return classifyExecutionFailure(tool.tier, error, checked);
       }
+      return proxyActivities<ToolgateActivities>({
+        startToCloseTimeout: tool.timeoutMs + deadlineGraceMs,
+        heartbeatTimeout: heartbeatTimeoutMs,
+        retry,
+        // Without this the workflow would report "cancelled" while the tool may still be running.
+        cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+      });
     }
 
     function classifyExecutionFailure(tier: SideEffectTier, error: unknown, checked: boolean): never {

@@ -1,7 +1,14 @@
 import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode, type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import {
+  type BundleOptions,
+  bundleWorkflowCode,
+  type NativeConnection,
+  Worker,
+  type WorkerOptions,
+} from '@temporalio/worker';
 import { defaultTaskQueue } from '../client/connection-settings.ts';
 import type { ToolgateActivities } from '../contracts/activity-types.ts';
+import { keepModernSyntax } from './bundle-syntax.ts';
 import { sharedLibrariesBundlerOptions } from './shared-libraries.ts';
 
 /** The default workflows module: the toolCall workflow over the example catalog. */
@@ -48,9 +55,25 @@ export async function bundleToolgateWorkflows(
   const bundle = await bundleWorkflowCode({
     workflowsPath,
     logger: quietBundlerLogger,
-    ...(options.shareLibraries === false ? {} : sharedLibrariesBundlerOptions()),
+    ...toolgateBundlerOptions(options.shareLibraries),
   });
   return { code: bundle.code };
+}
+
+/**
+ * How toolgate bundles workflow code: modern syntax kept (`bundle-syntax.ts`), and unless
+ * `shareLibraries` is false, zod, the hash and the gates loaded once per workflow thread.
+ */
+export function toolgateBundlerOptions(
+  shareLibraries = true,
+): Pick<BundleOptions, 'preloadModules' | 'webpackConfigHook'> {
+  if (!shareLibraries) return { webpackConfigHook: keepModernSyntax };
+  const shared = sharedLibrariesBundlerOptions();
+  const shareHook = shared.webpackConfigHook;
+  return {
+    ...shared,
+    webpackConfigHook: (config) => keepModernSyntax(shareHook ? shareHook(config) : config),
+  };
 }
 
 /**
@@ -66,7 +89,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
       ? { workflowBundle: options.workflowBundle }
       : {
           workflowsPath: options.workflowsPath ?? defaultWorkflowsPath,
-          ...(options.shareLibraries === false ? {} : { bundlerOptions: sharedLibrariesBundlerOptions() }),
+          bundlerOptions: toolgateBundlerOptions(options.shareLibraries),
         }),
     activities: options.activities as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>,
     // Cancellation reaches an activity only with a heartbeat response, so heartbeats must flow
