@@ -125,5 +125,10 @@ export type { QuotaLimit, QuotaPolicy, QuotaVerdict } from './policy/quotas.ts';
 export { QuotaLedger } from './policy/quotas.ts';
 export { exampleAllowlist, exampleCatalog } from './tools/example-contracts.ts';
 export type { CreateWorkerOptions } from './worker/create-worker.ts';
-export { bundleToolgateWorkflows, createWorker, defaultWorkflowsPath } from './worker/create-worker.ts';
+export {
+  bundleToolgateWorkflows,
+  createWorker,
+  defaultWorkflowsPath,
+  toolgateBundlerOptions,
+} from './worker/create-worker.ts';
 export { installRuntimeLogging } from './worker/runtime-logging.ts';

@@ -55,7 +55,7 @@ describe('keepModernSyntax', () => {
   it("toolgate's bundle of the real SDK keeps object spread native", async () => {
     const { code } = await bundleToolgateWorkflows();
     expect(code).not.toMatch(/function _object_spread\(/);
-    // The record the gates build starts with a spread of the key when one was given.
+    // The gates spread a call's key into its record and its execution request only when it has one.
     expect(code).toMatch(/\.\.\.request\.key !== undefined \? \{\s*key: request\.key/);
   });
 });
