@@ -1,23 +1,13 @@
-import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { isMainThread, Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { calibrateSpin, spin } from '../../bench/busy-work.ts';
 import { listThreads, newNodeThreads, threadCpuNow } from '../../bench/thread-cpu.ts';
 import { benchCell, renderLatencyReport } from '../support/bench-cells.ts';
 
-/** CPU time of the calling thread, in ms (100 ticks a second). */
-function ownCpuMs(): number {
-  const stat = readFileSync('/proc/thread-self/stat', 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
-/** Runs until this thread has used `ms` of CPU (20 s of wall time at most). */
-function burnOwnCpu(ms: number): void {
-  const start = ownCpuMs();
-  const deadline = Date.now() + 20_000;
-  while (ownCpuMs() - start < ms && Date.now() < deadline) for (let index = 0; index < 1e5; index++);
-}
+const burnCpuModule = fileURLToPath(new URL('../support/burn-cpu.cjs', import.meta.url));
+const { burnOwnCpu } = createRequire(import.meta.url)(burnCpuModule) as { burnOwnCpu(ms: number): void };
 
 describe('the B-idx+cpu probe and the CPU per thread', () => {
   it('spins deterministically: the same count gives the same hash, so a workflow replays it', () => {
@@ -41,20 +31,12 @@ describe('the B-idx+cpu probe and the CPU per thread', () => {
     // worker thread of the test runner.
     expect(isMainThread).toBe(true);
     const before = listThreads();
-    // Each loop runs until its own thread has used 300 ms of CPU (its /proc/thread-self/stat), so a
-    // busy machine makes it take longer but cannot make it use less.
-    // The same loop as burnOwnCpu, in plain JavaScript for the worker thread.
+    // Each thread burns 300 ms of its own CPU (test/support/burn-cpu.cjs), however busy the machine.
     const worker = new Worker(
-      `const { readFileSync } = require('node:fs');
-      const { parentPort } = require('node:worker_threads');
-      const ownCpuMs = () => {
-        const fields = readFileSync('/proc/thread-self/stat', 'utf8').split(') ')[1].split(' ');
-        return (Number(fields[11]) + Number(fields[12])) * 10;
-      };
+      `const { parentPort } = require('node:worker_threads');
+      const { burnOwnCpu } = require(${JSON.stringify(burnCpuModule)});
       parentPort.on('message', (ms) => {
-        const start = ownCpuMs();
-        const deadline = Date.now() + 20000;
-        while (ownCpuMs() - start < ms && Date.now() < deadline) for (let i = 0; i < 1e5; i++);
+        burnOwnCpu(ms);
         parentPort.postMessage('done');
       });`,
       { eval: true },
