@@ -69,6 +69,14 @@ export interface CreateActivitiesOptions {
  * Builds the activities a toolgate worker registers: admission, decision verification and the
  * executor that runs a tool with its deadline, heartbeats and AbortSignal.
  */
+/** How a tool's promise settled. */
+type ToolOutcome =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly error: unknown };
+
+/** Microtask turns the executor waits for a tool that answers at once (see `execute`). */
+const earlyTurns = 3;
+
 export function createActivities(options: CreateActivitiesOptions): ToolgateActivities {
   const limits = options.limits ?? defaultPayloadLimits;
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 200;
@@ -268,10 +276,27 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
         },
       );
     }
-    const controller = new AbortController();
+    // The tool's abort signal is made when the tool first reads it. A tool that never reads it
+    // cannot observe an abort, and one that reads it late gets a signal already aborted when the
+    // call was cancelled or its deadline passed before that.
+    let controller: AbortController | undefined;
+    let abortReason: { readonly reason: unknown } | undefined;
+    const abort = (reason: unknown) => {
+      abortReason ??= { reason };
+      controller?.abort(reason);
+    };
+    const signal = (): AbortSignal => {
+      if (!controller) {
+        controller = new AbortController();
+        if (abortReason) controller.abort(abortReason.reason);
+      }
+      return controller.signal;
+    };
     const execution = {
       input: request.input,
-      signal: controller.signal,
+      get signal() {
+        return signal();
+      },
       // A compensation is a different action: a downstream that dedups on the key must not
       // mistake the undo for a repeat of the original.
       key: compensator && request.key !== undefined ? `${request.key}:undo` : request.key,
@@ -290,77 +315,96 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
       running = Promise.reject(thrown);
     }
 
+    let early: ToolOutcome | undefined;
+    const settled = running.then(
+      (value): ToolOutcome => (early = { ok: true, value }),
+      (error: unknown): ToolOutcome => (early = { ok: false, error }),
+    );
+    // A tool that answers at once has settled within three microtask turns: an async function
+    // that returns a value takes one, one that returns another async function's settled promise
+    // three. Such a tool needs no heartbeat, deadline or cancellation listener (no timer can
+    // fire before it settles), so none is armed for it. Any other tool gets all three.
+    for (let turn = 0; turn < earlyTurns && early === undefined; turn++) await undefined;
+    const outcome = early ?? (await watch(settled, request, context, abort, attempt));
+    if (context.cancellationSignal.aborted && !outcome.ok) {
+      // The tool has settled, so it has really stopped: only now report the cancellation. A tool
+      // that finished anyway reports its success below: its effect is known, not unknown.
+      if (context.cancellationDetails?.cancelRequested ?? true) {
+        throw context.cancellationSignal.reason instanceof CancelledFailure
+          ? context.cancellationSignal.reason
+          : new CancelledFailure('cancelled');
+      }
+      // Not the caller's intent (the worker is shutting down, the activity was paused or reset):
+      // a failed attempt, which the tier's retry policy may run again on another worker.
+      logger().warn('tool interrupted by the executor', {
+        callId: request.callId,
+        tool: request.tool,
+        attempt,
+      });
+      throw failure(ToolFailureType.failed, 'The executor was interrupted while the tool ran.', {
+        attempt,
+      });
+    }
+    if (!outcome.ok) throw classifyToolError(outcome.error, request, attempt);
+    const output = outcome.value ?? null;
+    // The tool has acted by now: a result we cannot carry does not make its effect unknown.
+    const settledEffect = request.tier === 'readonly' ? 'none' : 'applied';
+    let encoded: string;
+    try {
+      encoded = JSON.stringify(output) ?? 'null';
+    } catch {
+      throw failure(
+        ToolFailureType.outputTooLarge,
+        'The tool returned a result that cannot be encoded as JSON.',
+        {
+          attempt,
+          effect: settledEffect,
+        },
+      );
+    }
+    const size = utf8Length(encoded);
+    if (size > limits.maxOutputBytes) {
+      throw failure(
+        ToolFailureType.outputTooLarge,
+        `The result is ${size} bytes; the limit is ${limits.maxOutputBytes}. Ask for less data (filter, paginate or summarise).`,
+        { attempt, effect: settledEffect },
+      );
+    }
+    return { output, attempt } satisfies RunToolResult;
+  }
+
+  /**
+   * Waits for a tool that did not answer at once: heartbeats while it runs, aborts its signal when
+   * the call is cancelled, and stops waiting at the executor's deadline.
+   */
+  async function watch(
+    settled: Promise<ToolOutcome>,
+    request: RunToolRequest,
+    context: Context,
+    abort: (reason: unknown) => void,
+    attempt: number,
+  ): Promise<ToolOutcome> {
     const heartbeat = setInterval(() => context.heartbeat({ attempt }), heartbeatIntervalMs);
     let deadlineTimer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'deadline'>((resolve) => {
       deadlineTimer = setTimeout(() => resolve('deadline'), request.timeoutMs);
     });
-    const onCancel = () => controller.abort(context.cancellationSignal.reason);
+    const onCancel = () => abort(context.cancellationSignal.reason);
     context.cancellationSignal.addEventListener('abort', onCancel, { once: true });
     try {
-      const settled = running.then(
-        (value) => ({ ok: true as const, value }),
-        (error: unknown) => ({ ok: false as const, error }),
-      );
       const outcome = await Promise.race([settled, deadline]);
-      if (outcome === 'deadline') {
-        controller.abort(new Error('deadline'));
-        logger().warn('tool deadline passed', {
-          callId: request.callId,
-          tool: request.tool,
-          timeoutMs: request.timeoutMs,
-          attempt,
-        });
-        // The deadline is the executor's: a tool that ignores its signal does not get more time.
-        throw failure(ToolFailureType.timeout, `The tool did not finish within ${request.timeoutMs} ms.`, {
-          attempt,
-        });
-      }
-      if (context.cancellationSignal.aborted && !outcome.ok) {
-        // The tool has settled, so it has really stopped: only now report the cancellation. A tool
-        // that finished anyway reports its success below: its effect is known, not unknown.
-        if (context.cancellationDetails?.cancelRequested ?? true) {
-          throw context.cancellationSignal.reason instanceof CancelledFailure
-            ? context.cancellationSignal.reason
-            : new CancelledFailure('cancelled');
-        }
-        // Not the caller's intent (the worker is shutting down, the activity was paused or reset):
-        // a failed attempt, which the tier's retry policy may run again on another worker.
-        logger().warn('tool interrupted by the executor', {
-          callId: request.callId,
-          tool: request.tool,
-          attempt,
-        });
-        throw failure(ToolFailureType.failed, 'The executor was interrupted while the tool ran.', {
-          attempt,
-        });
-      }
-      if (!outcome.ok) throw classifyToolError(outcome.error, request, attempt);
-      const output = outcome.value ?? null;
-      // The tool has acted by now: a result we cannot carry does not make its effect unknown.
-      const settledEffect = request.tier === 'readonly' ? 'none' : 'applied';
-      let encoded: string;
-      try {
-        encoded = JSON.stringify(output) ?? 'null';
-      } catch {
-        throw failure(
-          ToolFailureType.outputTooLarge,
-          'The tool returned a result that cannot be encoded as JSON.',
-          {
-            attempt,
-            effect: settledEffect,
-          },
-        );
-      }
-      const size = utf8Length(encoded);
-      if (size > limits.maxOutputBytes) {
-        throw failure(
-          ToolFailureType.outputTooLarge,
-          `The result is ${size} bytes; the limit is ${limits.maxOutputBytes}. Ask for less data (filter, paginate or summarise).`,
-          { attempt, effect: settledEffect },
-        );
-      }
-      return { output, attempt } satisfies RunToolResult;
+      if (outcome !== 'deadline') return outcome;
+      abort(new Error('deadline'));
+      logger().warn('tool deadline passed', {
+        callId: request.callId,
+        tool: request.tool,
+        timeoutMs: request.timeoutMs,
+        attempt,
+      });
+      // The deadline is the executor's: a tool that ignores its signal does not get more time.
+      throw failure(ToolFailureType.timeout, `The tool did not finish within ${request.timeoutMs} ms.`, {
+        attempt,
+      });
     } finally {
       clearInterval(heartbeat);
       clearTimeout(deadlineTimer);

@@ -32,6 +32,7 @@ import {
 import { type ReasonCode, reasonCodes } from '../contracts/reason-codes.ts';
 import { type ApprovalSigner, decisionClaims } from './approval-signer.ts';
 import { defaultTaskQueue } from './connection-settings.ts';
+import { nativeSha256Hex } from './native-sha256.ts';
 
 export type { CallRequest };
 
@@ -216,6 +217,7 @@ export class ToolgateClient {
       ...(this.#options.catalog ? { catalog: this.#options.catalog } : {}),
       limits: this.#limits,
       unique: randomUUID(),
+      sha256Hex: nativeSha256Hex,
       ...(options.replay ? { replay: options.replay } : {}),
       ...(this.#options.gateProtocol !== undefined ? { protocol: this.#options.gateProtocol } : {}),
     });

@@ -9,8 +9,14 @@ export function sha256Hex(text: string): string {
 
 /**
  * The fingerprint of a call: SHA-256 over the canonical JSON of `(tool, input)`. A reused key must
- * come with the same fingerprint, and an approval binds to it.
+ * come with the same fingerprint, and an approval binds to it. `hash` must be SHA-256 as lowercase
+ * hex; outside workflows a caller may pass a native one (`src/client/native-sha256.ts`), which a
+ * unit test holds equal to this plain-JavaScript default.
  */
-export function callFingerprint(tool: string, input: unknown): string {
-  return sha256Hex(canonicalJson({ tool, input }));
+export function callFingerprint(
+  tool: string,
+  input: unknown,
+  hash: (text: string) => string = sha256Hex,
+): string {
+  return hash(canonicalJson({ tool, input }));
 }
