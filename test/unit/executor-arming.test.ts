@@ -18,13 +18,16 @@ import {
  */
 const heartbeatIntervalMs = 4_321;
 
-function activitiesWith(execute: (execution: ToolExecution<{ name: string }>) => Promise<unknown>) {
+function activitiesWith(
+  execute: (execution: ToolExecution<{ name: string }>) => Promise<unknown>,
+  intervalMs = heartbeatIntervalMs,
+) {
   return createActivities({
     tools: [implementTool(readConfig, execute)],
     policy: { allow: ['read_config'] },
     approvalPublicKeys: [],
     logger: quiet,
-    heartbeatIntervalMs,
+    heartbeatIntervalMs: intervalMs,
   });
 }
 
@@ -79,18 +82,10 @@ describe('the executor, for a tool that answers at once', () => {
 describe('the executor, for a tool that takes its time', () => {
   it('arms the heartbeat and sends heartbeats while the tool runs', async () => {
     const armed = countArmedIntervals();
-    const activities = createActivities({
-      tools: [
-        implementTool(readConfig, async () => {
-          await sleep(80);
-          return { value: 'eu-west-1' };
-        }),
-      ],
-      policy: { allow: ['read_config'] },
-      approvalPublicKeys: [],
-      logger: quiet,
-      heartbeatIntervalMs: 10,
-    });
+    const activities = activitiesWith(async () => {
+      await sleep(80);
+      return { value: 'eu-west-1' };
+    }, 10);
     const env = environment();
     let heartbeats = 0;
     env.on('heartbeat', () => heartbeats++);
