@@ -65,10 +65,6 @@ export interface CreateActivitiesOptions {
   readonly logger?: OperatorLogger;
 }
 
-/**
- * Builds the activities a toolgate worker registers: admission, decision verification and the
- * executor that runs a tool with its deadline, heartbeats and AbortSignal.
- */
 /** How a tool's promise settled. */
 type ToolOutcome =
   | { readonly ok: true; readonly value: unknown }
@@ -77,6 +73,10 @@ type ToolOutcome =
 /** Microtask turns the executor waits for a tool that answers at once (see `execute`). */
 const earlyTurns = 3;
 
+/**
+ * Builds the activities a toolgate worker registers: admission, decision verification and the
+ * executor that runs a tool with its deadline, heartbeats and AbortSignal.
+ */
 export function createActivities(options: CreateActivitiesOptions): ToolgateActivities {
   const limits = options.limits ?? defaultPayloadLimits;
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 200;
@@ -304,6 +304,8 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
       context: request.context,
       attempt,
     };
+    // A cancellation or shutdown already delivered: the tool does not start, so nothing acted.
+    if (context.cancellationSignal.aborted) throw interrupted(context, request, attempt, 'before');
     let running: Promise<unknown>;
     try {
       running = compensator
@@ -326,25 +328,10 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
     // fire before it settles), so none is armed for it. Any other tool gets all three.
     for (let turn = 0; turn < earlyTurns && early === undefined; turn++) await undefined;
     const outcome = early ?? (await watch(settled, request, context, abort, attempt));
-    if (context.cancellationSignal.aborted && !outcome.ok) {
-      // The tool has settled, so it has really stopped: only now report the cancellation. A tool
-      // that finished anyway reports its success below: its effect is known, not unknown.
-      if (context.cancellationDetails?.cancelRequested ?? true) {
-        throw context.cancellationSignal.reason instanceof CancelledFailure
-          ? context.cancellationSignal.reason
-          : new CancelledFailure('cancelled');
-      }
-      // Not the caller's intent (the worker is shutting down, the activity was paused or reset):
-      // a failed attempt, which the tier's retry policy may run again on another worker.
-      logger().warn('tool interrupted by the executor', {
-        callId: request.callId,
-        tool: request.tool,
-        attempt,
-      });
-      throw failure(ToolFailureType.failed, 'The executor was interrupted while the tool ran.', {
-        attempt,
-      });
-    }
+    // The tool has settled, so it has really stopped: only now report a cancellation. A tool that
+    // finished anyway reports its success below: its effect is known, not unknown.
+    if (context.cancellationSignal.aborted && !outcome.ok)
+      throw interrupted(context, request, attempt, 'while');
     if (!outcome.ok) throw classifyToolError(outcome.error, request, attempt);
     const output = outcome.value ?? null;
     // The tool has acted by now: a result we cannot carry does not make its effect unknown.
@@ -391,6 +378,8 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
     });
     const onCancel = () => abort(context.cancellationSignal.reason);
     context.cancellationSignal.addEventListener('abort', onCancel, { once: true });
+    // An abort event fires once: one that came before the listener would otherwise be missed.
+    if (context.cancellationSignal.aborted) onCancel();
     try {
       const outcome = await Promise.race([settled, deadline]);
       if (outcome !== 'deadline') return outcome;
@@ -410,6 +399,33 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
       clearTimeout(deadlineTimer);
       context.cancellationSignal.removeEventListener('abort', onCancel);
     }
+  }
+
+  /**
+   * The error for a tool stopped by the activity's cancellation signal, before it started or while
+   * it ran. A cancellation the caller asked for ends the call; anything else (the worker shutting
+   * down, the activity paused or reset) is a failed attempt that the tier's retry policy may repeat.
+   */
+  function interrupted(context: Context, request: RunToolRequest, attempt: number, when: 'before' | 'while') {
+    if (context.cancellationDetails?.cancelRequested ?? true) {
+      return context.cancellationSignal.reason instanceof CancelledFailure
+        ? context.cancellationSignal.reason
+        : new CancelledFailure('cancelled');
+    }
+    logger().warn(
+      when === 'before' ? 'tool interrupted before it started' : 'tool interrupted by the executor',
+      {
+        callId: request.callId,
+        tool: request.tool,
+        attempt,
+      },
+    );
+    return when === 'before'
+      ? failure(ToolFailureType.failed, 'The executor was interrupted before the tool ran.', {
+          attempt,
+          effect: 'none',
+        })
+      : failure(ToolFailureType.failed, 'The executor was interrupted while the tool ran.', { attempt });
   }
 
   function classifyToolError(error: unknown, request: RunToolRequest, attempt: number): Error {

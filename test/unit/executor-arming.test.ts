@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { ActivityCancellationDetails, ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createActivities } from '../../activities/create-activities.ts';
 import { implementTool, type ToolExecution } from '../../activities/tool-implementation.ts';
@@ -151,5 +151,59 @@ describe('the executor, for a tool that takes its time', () => {
     await sleep(150);
     expect(abortedWhenRead).toBe(true);
     expect(reason).toEqual(new Error('deadline'));
+  });
+});
+
+describe('the executor, for a call interrupted before its tool starts', () => {
+  function counting() {
+    let runs = 0;
+    const activities = activitiesWith(async () => {
+      runs++;
+      return { value: 'eu-west-1' };
+    });
+    return { activities, runs: () => runs };
+  }
+
+  it('a cancellation the caller asked for: the tool never runs, and the call is reported cancelled', async () => {
+    const { activities, runs } = counting();
+    const env = environment();
+    env.cancel();
+    const error = await env.run(activities.runTool, request('call-7')).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(CancelledFailure);
+    expect(runs()).toBe(0);
+  });
+
+  it('a worker shutting down: the tool never runs, and the attempt fails retryably with no effect', async () => {
+    const { activities, runs } = counting();
+    const env = environment();
+    env.cancel('WORKER_SHUTDOWN', new ActivityCancellationDetails({ workerShutdown: true }));
+    const error = await env
+      .run(activities.checkAndRunTool, request('call-8'))
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ApplicationFailure);
+    const failure = error as ApplicationFailure;
+    expect(failure.type).toBe(ToolFailureType.failed);
+    expect(failure.nonRetryable).toBe(false);
+    expect(failure.message).toBe('The executor was interrupted before the tool ran.');
+    expect(failure.details?.[0]).toMatchObject({ effect: 'none', attempt: 1 });
+    expect(runs()).toBe(0);
+  });
+
+  it('a cancellation that lands while the tool is starting still reaches its signal', async () => {
+    const env = environment();
+    const activities = activitiesWith(
+      (execution) =>
+        new Promise((_resolve, reject) => {
+          // Delivered before the executor arms its listener: the abort event has already fired.
+          env.cancel();
+          execution.signal.addEventListener('abort', () => reject(new Error('stopped')));
+        }),
+    );
+    const started = Date.now();
+    const error = await env
+      .run(activities.runTool, request('call-9', { timeoutMs: 1_500 }))
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(CancelledFailure);
+    expect(Date.now() - started).toBeLessThan(1_000); // not the deadline's timeout
   });
 });
