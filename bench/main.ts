@@ -478,7 +478,14 @@ async function main(): Promise<number> {
   await writeFile(join(outputDirectory, `${name}.svg`), renderSvg(results));
   log(`wrote bench/results/${name}.json, .md and .svg in ${results.meta.durationSeconds} s`);
   for (const target of results.targets) {
-    log(`${target.holds ? 'holds ' : 'MISSES'} ${target.target}: ${target.measured}${missNote(target)}`);
+    const verdict = target.control
+      ? target.holds
+        ? 'control holds '
+        : 'control misses'
+      : target.holds
+        ? 'holds '
+        : 'MISSES';
+    log(`${verdict} ${target.target}: ${target.measured}${target.holds ? '' : missNote(target)}`);
   }
   if (incomplete.length > 0) {
     log(`NOT every variant completed:\n  ${incomplete.join('\n  ')}`);

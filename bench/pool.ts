@@ -72,6 +72,8 @@ export interface PooledTarget {
    * not measured when no run could be pooled.
    */
   readonly verdict: TargetVerdict;
+  /** Set on an A/A control (bench/report.ts): what it is, since it is not one of the targets. */
+  readonly control?: string;
 }
 
 export function median(values: readonly number[]): number {
@@ -105,7 +107,14 @@ export function poolTargets(runs: readonly PoolRun[]): PooledTarget[] {
     });
     const line = present.find((check) => check.line)?.line;
     const holdingRuns = present.filter((check) => check.holds).length;
-    const common = { target, holdingRuns, runs: present.length, ...(leftOut.length > 0 ? { leftOut } : {}) };
+    const control = present.find((check) => check.control)?.control;
+    const common = {
+      target,
+      holdingRuns,
+      runs: present.length,
+      ...(leftOut.length > 0 ? { leftOut } : {}),
+      ...(control ? { control } : {}),
+    };
     if (present.length === 0) return { ...common, cells: [], verdict: 'not measured' };
     if (!line) {
       return { ...common, cells: [], verdict: holdingRuns === present.length ? 'holds' : 'misses' };
@@ -203,6 +212,12 @@ export function renderPool(runs: readonly PoolRun[], pooled: readonly PooledTarg
   }
   for (const target of pooled) {
     lines.push('', `## ${target.target}: ${target.verdict}`, '');
+    if (target.control) {
+      lines.push(
+        `This is ${target.control}. Where a variant identical to B misses a line, that miss is the bench's own noise.`,
+        '',
+      );
+    }
     if (target.leftOut) {
       lines.push(
         `Left out: ${target.leftOut.join(', ')} (they did not measure every variant this target reads, or have no such figures).`,

@@ -104,7 +104,9 @@ export function renderMarkdown(results: BenchResults): string {
   if (results.waiting) lines.push('', ...renderWaiting(results.waiting));
   lines.push('', '## Targets', '', '| target | measured | holds |', '|---|---|---|');
   for (const target of results.targets) {
-    const verdict = target.holds ? 'yes' : `**no**${missNote(target)}`;
+    const verdict = target.holds
+      ? `yes${target.control ? ` (${target.control})` : ''}`
+      : `**no**${missNote(target)}`;
     lines.push(`| ${target.target} | ${target.measured} | ${verdict} |`);
   }
   lines.push('', '## Variants', '');
@@ -307,6 +309,7 @@ function escapeXml(text: string): string {
 
 /** What the run says about a miss, if anything: out of reach, or inside the run's own noise. */
 export function missNote(target: TargetCheck): string {
+  if (target.control) return ` (${target.control})`;
   if (target.outOfReach) return ` (out of reach: ${target.outOfReach})`;
   if (target.insideSpread) return ` (${target.insideSpread})`;
   return '';
@@ -354,7 +357,7 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
     metric: RepetitionMetric,
     limit: number,
     direction: LineDirection,
-    options: { onlyClosed?: boolean; reference?: VariantName } = {},
+    options: { onlyClosed?: boolean; reference?: VariantName; control?: string } = {},
   ) => {
     const measured: string[] = [];
     const figures: TargetFigure[] = [];
@@ -419,6 +422,7 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
               "every cell that misses has a repetition that holds: the line is inside this run's noise",
           }
         : {}),
+      ...(options.control ? { control: options.control } : {}),
     });
   };
   // B-idx is C's floor: bare Temporal storing and indexing a call as DESIGN asks, without the gates.
@@ -434,6 +438,22 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
   perCondition('D p50 <= 0.25× B', 'D', 'p50Ms', 0.25, 'at most', {
     reference: 'B-read',
   });
+  // The A/A control (only in runs that name B-twin): C's three lines read for B itself under a
+  // second name. A miss there is this bench's own noise, with nothing added to the call.
+  const control = 'an A/A control, not a target: B-twin is B under a second name, so its true ratio is 1';
+  perCondition('A/A control: B-twin p50 <= 1.10× B', 'B-twin', 'p50Ms', 1.1, 'at most', { control });
+  perCondition('A/A control: B-twin p99 <= 1.25× B', 'B-twin', 'p99Ms', 1.25, 'at most', { control });
+  perCondition(
+    'A/A control: B-twin throughput >= 0.90× B (closed loop)',
+    'B-twin',
+    'throughputPerSecond',
+    0.9,
+    'at least',
+    {
+      onlyClosed: true,
+      control,
+    },
+  );
   const check = results.latency?.duplicateCheck;
   // A run without D made no duplicate calls: its check would hold without testing anything.
   if (check && check.duplicateCalls > 0) {

@@ -20,11 +20,12 @@ export const variantNames = [
   'B-LA',
   'B-0',
   'B-read',
+  'B-twin',
 ] as const;
 export type VariantName = (typeof variantNames)[number];
 
 /** Probes: variants run only when `--variants` names them, never in a default run. */
-export const probeVariants: ReadonlySet<VariantName> = new Set<VariantName>(['B-idx+cpu']);
+export const probeVariants: ReadonlySet<VariantName> = new Set<VariantName>(['B-idx+cpu', 'B-twin']);
 
 /** What each variant measures, for the report. */
 export const variantDescriptions: Record<VariantName, string> = {
@@ -45,6 +46,8 @@ export const variantDescriptions: Record<VariantName, string> = {
   'B-LA': 'bare Temporal fast path: the tool body as a local activity, eager start (C-fast without toolgate)',
   'B-0': 'floor: bare empty workflow, eager start, closed in its first task (no tool at all)',
   'B-read': "floor: one history read of D's closed call (one RPC, nothing else)",
+  'B-twin':
+    'probe, an A/A control: B again under a second name (same workflow, worker and input); how far two identical variants land apart in one run',
 };
 
 /** One variant under one condition, all repetitions merged. */
@@ -166,4 +169,9 @@ export interface TargetCheck {
    * run cannot tell this miss from its own noise. Still a miss; it says how far from the line.
    */
   readonly insideSpread?: string;
+  /**
+   * Set on an A/A control rather than a target: the same line read for a variant identical to B
+   * (B-twin), so that its misses show how often this bench fails a line with no cost at all.
+   */
+  readonly control?: string;
 }

@@ -264,6 +264,16 @@ function variantOperations(
     await handle.result();
     return { workflowId, eagerlyStarted: handle.eagerlyStarted };
   };
+  /** B's call: the bare workflow with one regular activity, a random ID and nothing else. */
+  const bareRegular = async (prefix: string, sequence: number): Promise<OperationOutcome> => {
+    const workflowId = `${prefix}-${randomUUID()}`;
+    await temporal.workflow.execute('bareCall', {
+      workflowId,
+      taskQueue: bareQueue(),
+      args: [readInput(sequence)],
+    });
+    return { workflowId };
+  };
   /** B-idx's call; with `work`, the `B-idx+cpu` probe's (bench/busy-work.ts). */
   const bareIndexed = async (
     sequence: number,
@@ -296,15 +306,9 @@ function variantOperations(
       await callInProcess('bench_read', readInput(sequence), agent, counter);
       return {};
     },
-    B: async (sequence) => {
-      const workflowId = `bare-${randomUUID()}`;
-      await temporal.workflow.execute('bareCall', {
-        workflowId,
-        taskQueue: bareQueue(),
-        args: [readInput(sequence)],
-      });
-      return { workflowId };
-    },
+    B: async (sequence) => bareRegular('bare', sequence),
+    // The A/A control: B's call exactly, under another name (the prefix has the same length).
+    'B-twin': async (sequence) => bareRegular('twin', sequence),
     'B-E': async (sequence) => bareEager('bareCall', 'bare-eager', sequence),
     C: async (sequence) => {
       const started = await toolgate.start({ tool: 'bench_read', input: readInput(sequence) }, agent);
@@ -400,6 +404,7 @@ function variantOperations(
  */
 const ownWorkflowVariants: ReadonlySet<VariantName> = new Set<VariantName>([
   'B',
+  'B-twin',
   'B-E',
   'C',
   'C-E',

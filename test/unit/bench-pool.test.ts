@@ -130,6 +130,26 @@ describe('pooling bench runs', () => {
     expect(noDuplicates).toBeUndefined();
   });
 
+  it('pools the A/A control as a control, leaving out the runs without B-twin', () => {
+    const withTwin = (file: string, twinP50: number): PoolRun => {
+      const base = run(file, 21, 20.4);
+      const cells = [...base.results.latency!.cells, cell('B-twin', 'c1', twinP50)];
+      return { file, results: { ...base.results, latency: { ...base.results.latency!, cells } } };
+    };
+    // B-twin/B: 1.12, 0.97, 1.01 → median 1.01, one run of three missing.
+    const runs = [withTwin('a', 22.4), withTwin('b', 19.4), withTwin('c', 20.2), run('old', 21, 20.4)];
+    const control = poolTargets(runs).find((target) => target.target.startsWith('A/A control: B-twin p50'))!;
+    expect(control).toMatchObject({ runs: 3, holdingRuns: 2, verdict: 'holds', leftOut: ['old'] });
+    expect(control.cells[0]!.median).toBeCloseTo(1.01, 10);
+    expect(control.cells[0]!.max).toBeCloseTo(1.12, 10);
+    expect(control.control).toContain('not a target');
+    expect(renderPool(runs, [control])).toContain(
+      "Where a variant identical to B misses a line, that miss is the bench's own noise.",
+    );
+    // C's own target still pools over every run.
+    expect(p50Line(runs)).toMatchObject({ runs: 4 });
+  });
+
   it('refuses the same run given twice, and a figure that is no ratio', () => {
     expect(() =>
       checkDistinctRuns([run('a', 21, 20), run('a-copy', 21, 20)].map((r, i) => ({ ...r, file: `f${i}` }))),

@@ -142,4 +142,22 @@ describe('the bench target checks', () => {
     expect(withDuplicates(0)).toBeUndefined();
     expect(withDuplicates(48)).toMatchObject({ holds: true });
   });
+
+  it("reads C's three lines for B-twin as an A/A control, only in a run that measured it", () => {
+    const cells = [cell('B', 'c1', 20), cell('C', 'c1', 21), cell('B', 'c4', 50), cell('C', 'c4', 51)];
+    // Without B-twin there is no control, and no target reads it.
+    expect(targetCheck(cells, 'A/A control')).toBeUndefined();
+    const twin = [...cells, cell('B-twin', 'c1', 22.6), cell('B-twin', 'c4', 49)];
+    const p50 = targetCheck(twin, 'A/A control: B-twin p50');
+    // B itself, under a second name, can miss: 22.6 / 20 = 1.13.
+    expect(p50).toMatchObject({ holds: false, measured: 'c1: 1.13× ✗, c4: 0.98×' });
+    expect(p50?.control).toContain('not a target');
+    expect(p50?.outOfReach).toBeUndefined();
+    expect(missNote(p50!)).toContain('A/A control');
+    const throughput = targetCheck(twin, 'A/A control: B-twin throughput');
+    expect(throughput?.figures?.map((figure) => figure.condition)).toEqual(['c1', 'c4']);
+    expect(throughput).toMatchObject({ holds: false, line: { limit: 0.9, direction: 'at least' } });
+    // The issue's own targets are unchanged by it.
+    expect(targetCheck(twin, 'C p50')).toMatchObject({ holds: true, reads: ['B', 'C', 'B-idx'] });
+  });
 });
