@@ -160,4 +160,14 @@ describe('the bench target checks', () => {
     // The issue's own targets are unchanged by it.
     expect(targetCheck(twin, 'C p50')).toMatchObject({ holds: true, reads: ['B', 'C', 'B-idx'] });
   });
+
+  it('reads the fastest readonly path only where C-fast was measured, never from C alone', () => {
+    // A run of B and C only (say --variants B,C) has C at 1.05×: that is not the fast path missing.
+    const withoutFast = [cell('B', 'c1', 20), cell('C', 'c1', 21), cell('B', 'c4', 50), cell('C', 'c4', 52)];
+    expect(fastPathCheck(withoutFast)).toBeUndefined();
+    // With C-fast in one condition only, that condition is read, and the best of the three wins.
+    const partly = fastPathCheck([...withoutFast, cell('C-fast', 'c4', 24), cell('C-E', 'c4', 20)]);
+    expect(partly).toMatchObject({ holds: true, measured: 'c4: 0.40× (C-E)' });
+    expect(partly?.figures?.map((figure) => figure.condition)).toEqual(['c4']);
+  });
 });
