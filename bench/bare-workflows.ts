@@ -67,10 +67,13 @@ const bareIndexed = proxyActivities<BareActivities>({
  *
  * With `work`, it is the `B-idx+cpu` probe (bench/busy-work.ts): the same, plus plain CPU work in
  * its first workflow turn and in its activity, counted in iterations so that a replay does the same.
+ * With `finalUpsert` false (and a client that sets no search attributes), it is the `B-rec` probe:
+ * the record without the index.
  */
 export async function bareIndexedCall(
   request: ToolCallRequest,
-  work?: { readonly workflowIterations: number; readonly activityIterations: number },
+  work?: { readonly workflowIterations: number; readonly activityIterations: number } | null,
+  finalUpsert = true,
 ): Promise<unknown> {
   if (work && spin(work.workflowIterations) === 0.5) throw new Error('unreachable: spin returns an integer');
   const { workflowId, runId } = workflowInfo();
@@ -87,10 +90,7 @@ export async function bareIndexedCall(
   const result = await (work
     ? bareIndexed.benchIndexedBusyTool(toolRequest, work.activityIterations)
     : bareIndexed.benchIndexedTool(toolRequest));
-  upsertSearchAttributes([
-    { key: searchAttributeKeys.callStatus, value: 'succeeded' },
-    { key: searchAttributeKeys.callEffect, value: 'none' },
-  ]);
+  if (finalUpsert) upsertFinalStatus();
   return {
     callId: workflowId,
     runId,
@@ -112,6 +112,26 @@ export async function bareIndexedCall(
     tier: 'readonly',
     output: result.output,
   };
+}
+
+/** The final status and effect of a readonly call that succeeded, as C writes them. */
+function upsertFinalStatus(): void {
+  upsertSearchAttributes([
+    { key: searchAttributeKeys.callStatus, value: 'succeeded' },
+    { key: searchAttributeKeys.callEffect, value: 'none' },
+  ]);
+}
+
+/**
+ * The `B-sa` probe: B plus the index alone. Its client sets C's six search attributes at start,
+ * and the workflow writes C's final status upsert after B's activity; nothing else of B-idx's
+ * record (memo, ID policies, request, activity options, result) is there. B-sa against B is what
+ * the index costs; `B-rec` (B-idx without the index) against B is what the rest of the record costs.
+ */
+export async function bareSearchAttributesCall(input: BenchReadInput): Promise<unknown> {
+  const result = await bare.benchTool(input);
+  upsertFinalStatus();
+  return result;
 }
 
 /**

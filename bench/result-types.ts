@@ -21,11 +21,18 @@ export const variantNames = [
   'B-0',
   'B-read',
   'B-twin',
+  'B-sa',
+  'B-rec',
 ] as const;
 export type VariantName = (typeof variantNames)[number];
 
 /** Probes: variants run only when `--variants` names them, never in a default run. */
-export const probeVariants: ReadonlySet<VariantName> = new Set<VariantName>(['B-idx+cpu', 'B-twin']);
+export const probeVariants: ReadonlySet<VariantName> = new Set<VariantName>([
+  'B-idx+cpu',
+  'B-twin',
+  'B-sa',
+  'B-rec',
+]);
 
 /** What each variant measures, for the report. */
 export const variantDescriptions: Record<VariantName, string> = {
@@ -48,6 +55,10 @@ export const variantDescriptions: Record<VariantName, string> = {
   'B-read': "floor: one history read of D's closed call (one RPC, nothing else)",
   'B-twin':
     'probe, an A/A control: B again under a second name (same workflow, worker and input); how far two identical variants land apart in one run',
+  'B-sa':
+    "probe: B plus the index alone (C's six search attributes at start, its final status upsert); B-idx's other parts left out",
+  'B-rec':
+    'probe: B-idx without the index (memo, ID policies, request, activity options, record-sized result; no search attributes, no upsert)',
 };
 
 /** One variant under one condition, all repetitions merged. */

@@ -278,6 +278,7 @@ function variantOperations(
   const bareIndexed = async (
     sequence: number,
     work?: { readonly workflowIterations: number; readonly activityIterations: number },
+    index = true,
   ): Promise<OperationOutcome> => {
     // C's start as the server sees it (ID shape, policies, memo, search attributes, request),
     // built with none of the client's checks: the fingerprint is random bytes of the same length.
@@ -293,11 +294,11 @@ function variantOperations(
     await temporal.workflow.execute('bareIndexedCall', {
       workflowId,
       taskQueue: bareQueue(),
-      args: work ? [request, work] : [request],
+      args: index ? (work ? [request, work] : [request]) : [request, null, false],
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
       workflowIdConflictPolicy: 'USE_EXISTING',
       memo: { fingerprint, startNonce: randomUUID() },
-      typedSearchAttributes: indexedAtStart,
+      ...(index ? { typedSearchAttributes: indexedAtStart } : {}),
     });
     return { workflowId };
   };
@@ -375,6 +376,18 @@ function variantOperations(
         activityIterations: busy.activityIterations,
       });
     },
+    // The two halves of B-idx over B: the index alone, and everything else of the record alone.
+    'B-sa': async (sequence) => {
+      const workflowId = `bsai-${randomUUID()}`;
+      await temporal.workflow.execute('bareSearchAttributesCall', {
+        workflowId,
+        taskQueue: bareQueue(),
+        args: [readInput(sequence)],
+        typedSearchAttributes: indexedAtStart,
+      });
+      return { workflowId };
+    },
+    'B-rec': async (sequence) => bareIndexed(sequence, undefined, false),
     'B-LA': async (sequence) => bareEager('bareLocalCall', 'bare-local', sequence),
     'B-0': async (sequence) => bareEager('bareEmpty', 'bare-empty', sequence),
     'B-read': async () => {
@@ -413,6 +426,8 @@ const ownWorkflowVariants: ReadonlySet<VariantName> = new Set<VariantName>([
   'I',
   'B-idx',
   'B-idx+cpu',
+  'B-sa',
+  'B-rec',
   'B-LA',
   'B-0',
 ]);
