@@ -289,6 +289,10 @@ export function addClientCommands(program: Command): void {
         )
         .requiredOption('--as <approver>', 'your approver name, as listed in the tool’s approvers')
         .option('--role <role...>', 'your roles, matched against role:<name> approvers')
+        .option(
+          '--run <runId>',
+          'decide only this run, the one whose arguments you read (`toolgate get` prints it as "run"); refused if the call was restarted since',
+        )
         .option('--wait', 'after the decision counts, wait for the call to finish and exit with its outcome'),
     );
     if (decision === 'approve') command.option('--comment <text>', 'a comment recorded with the decision');
@@ -301,12 +305,13 @@ export function addClientCommands(program: Command): void {
             ? [
                 'toolgate approve toolgate/default/transfer_funds/k/transfer-inv-42 --as alice --comment "matches invoice"',
                 'toolgate approve <id> --as carol --role finance --wait --json',
+                'toolgate approve <id> --as alice --run 0193c0de-… # only the run you read with `toolgate get <id>`',
               ]
             : [
                 'toolgate reject toolgate/default/transfer_funds/k/transfer-inv-42 --as alice --reason "wrong account"',
               ],
         ) +
-          '\nExit codes: 0 the decision counted, 4 refused (not an approver, requester, already decided, closed), 5 no such call, 6 no worker answered.\n',
+          '\nExit codes: 0 the decision counted, 4 refused (not an approver, requester, already decided, closed, or --run is not the current run), 5 no such call, 6 no worker answered.\n',
       )
       .action(
         async (
@@ -314,6 +319,7 @@ export function addClientCommands(program: Command): void {
           flags: CommonFlags & {
             as: string;
             role?: string[];
+            run?: string;
             comment?: string;
             reason?: string;
             wait?: boolean;
@@ -325,6 +331,7 @@ export function addClientCommands(program: Command): void {
               approver: flags.as,
               ...(flags.role ? { roles: flags.role } : {}),
               ...(comment !== undefined ? { comment } : {}),
+              ...(flags.run !== undefined ? { runId: flags.run } : {}),
             };
             const outcome =
               decision === 'approve' ? await client.approve(id, options) : await client.reject(id, options);

@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { startEmbedded } from '../embedded.ts';
 import { loadOrCreateApproverDirectory } from '../inbox/approver-tokens.ts';
 import { startInbox } from '../inbox/inbox-app.ts';
@@ -11,7 +11,7 @@ import {
   resolveEndpoint,
   writeEndpointFile,
 } from './endpoint.ts';
-import { ExitCode } from './output.ts';
+import { ExitCode, printJson } from './output.ts';
 
 /**
  * The toolgate command line. `dev` is the embedded default that `npm start` runs; the other
@@ -20,6 +20,9 @@ import { ExitCode } from './output.ts';
 export function buildProgram(): Command {
   const program = new Command('toolgate')
     .description('A durable, gated executor for the tool calls language models ask for, on Temporal.')
+    // Usage errors are thrown to runCli rather than exiting, so that with --json they are JSON too.
+    // Set before any command is added: subcommands inherit it.
+    .exitOverride()
     .showHelpAfterError('(run with --help for usage)')
     .addHelpText(
       'after',
@@ -203,6 +206,17 @@ export async function runCli(argv: readonly string[] = process.argv): Promise<vo
   try {
     await buildProgram().parseAsync([...argv]);
   } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version end here too, with their own exit code (0).
+      if (error.exitCode === 0) return;
+      // Commander has printed the message and the hint on stderr; a script reading --json output
+      // gets the same as a JSON document on stdout, as for every other error.
+      if (argv.includes('--json')) {
+        printJson({ ok: false, exitCode: ExitCode.error, error: error.message.replace(/^error: /, '') });
+      }
+      process.exitCode = ExitCode.error;
+      return;
+    }
     process.stderr.write(`toolgate: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exitCode = ExitCode.error;
   }

@@ -19,7 +19,12 @@ import { decisionSignal, recordQuery } from '../../workflows/messages.ts';
 import { releasedFailureType } from '../../workflows/tool-call.ts';
 import type { DecisionClaims, SignedDecision } from '../contracts/approval.ts';
 import { namePattern } from '../contracts/call-id.ts';
-import type { CallContext, CallRecord, ReplayInfo } from '../contracts/call-record.ts';
+import {
+  type CallContext,
+  type CallRecord,
+  isTerminalStatus,
+  type ReplayInfo,
+} from '../contracts/call-record.ts';
 import { checkCatalogSchemas, type ToolCatalog } from '../contracts/define-tool.ts';
 import { defaultPayloadLimits, type PayloadLimits } from '../contracts/limits.ts';
 import {
@@ -30,6 +35,7 @@ import {
   refusedCallRecord,
 } from '../contracts/prepare-call.ts';
 import { type ReasonCode, reasonCodes } from '../contracts/reason-codes.ts';
+import { searchAttributeKeys } from '../contracts/search-attributes.ts';
 import { type ApprovalSigner, decisionClaims } from './approval-signer.ts';
 import { defaultTaskQueue } from './connection-settings.ts';
 import { nativeSha256Hex } from './native-sha256.ts';
@@ -59,6 +65,13 @@ export interface DecisionOptions {
   readonly approver: string;
   readonly roles?: readonly string[];
   readonly comment?: string;
+  /**
+   * Decide only this run of the call: the one whose arguments the approver read. A key freed by a
+   * rejection or an expiry can start a new run under the same call ID, with other arguments; a
+   * decision made on what the old run showed is then refused here, and nothing is signed or sent.
+   * Without it, the decision goes to whichever run is current when it is signed.
+   */
+  readonly runId?: string;
 }
 
 /** Whether a decision counted. A refused one is recorded on the call, which keeps waiting. */
@@ -460,6 +473,15 @@ export class ToolgateClient {
           (entry) => typeof nonce === 'string' && entry.nonce === nonce,
         );
         if (refused) return { accepted: false, state: 'refused', reason: refused.reason, record };
+        // Closed without taking it (expired, cancelled meanwhile): waiting longer cannot help.
+        if (isTerminalStatus(record.status)) {
+          return {
+            accepted: false,
+            state: 'closed',
+            reason: `the call closed (${record.status}) before the decision was applied`,
+            record,
+          };
+        }
         if (
           typeof nonce !== 'string' &&
           record.refusedDecisions.length > 0 &&
@@ -495,6 +517,27 @@ export class ToolgateClient {
     const description = await handle.describe();
     const fingerprint = description.memo?.['fingerprint'];
     if (typeof fingerprint !== 'string') throw new ToolgateUsageError(`${callId} is not a toolgate call.`);
+    // Only the approval tier waits for a decision. A signal to any other call would sit unread
+    // until it closed, and the caller would be told that no worker answered.
+    const tier = description.typedSearchAttributes.get(searchAttributeKeys.toolTier);
+    if (description.status.name === 'RUNNING' && tier !== undefined && tier !== 'approval') {
+      return {
+        accepted: false,
+        state: 'refused',
+        reason: `the call's tool is ${tier}-tier, which never waits for a human decision: there is nothing to ${decision}`,
+      };
+    }
+    if (options.runId !== undefined && options.runId !== description.runId) {
+      return {
+        accepted: false,
+        state: 'refused',
+        reason:
+          `the call was restarted since you read it: its current run is ${description.runId}, not ${options.runId}, ` +
+          'and it may ask for other arguments. Read it again and decide on what it asks now',
+      };
+    }
+    // The claims name this run and its fingerprint: if another run starts before the signal lands,
+    // that run refuses the decision, since it was not made on its arguments.
     const claims: DecisionClaims = decisionClaims({
       callId,
       runId: description.runId,

@@ -118,13 +118,13 @@ export const inboxScript = `
     if (!response.ok) throw new Error(body.error || ('HTTP ' + response.status));
     return body;
   }
-  async function decide(callId, decision, comment, card) {
+  async function decide(callId, runId, decision, comment, card) {
     for (const button of card.querySelectorAll('button')) button.disabled = true;
     try {
       const body = await api('/api/decisions', {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-csrf-token': csrfToken },
-        body: JSON.stringify({ callId: callId, decision: decision, comment: comment }),
+        body: JSON.stringify({ callId: callId, runId: runId, decision: decision, comment: comment }),
       });
       notice((decision === 'approve' ? 'Approved ' : 'Rejected ') + callId, 'ok');
       card.dataset.decided = body.state;
@@ -137,6 +137,7 @@ export const inboxScript = `
   function renderCall(call) {
     const card = element('article', undefined, 'card');
     card.dataset.callId = call.callId;
+    card.dataset.runId = call.runId;
     card.appendChild(element('h3', call.tool));
     const details = element('dl');
     const row = (label, value) => { details.appendChild(element('dt', label)); details.appendChild(element('dd', value)); };
@@ -163,8 +164,8 @@ export const inboxScript = `
     comment.setAttribute('aria-label', 'comment');
     const approve = element('button', 'Approve', 'approve');
     const reject = element('button', 'Reject', 'reject');
-    approve.addEventListener('click', () => decide(call.callId, 'approve', comment.value, card));
-    reject.addEventListener('click', () => decide(call.callId, 'reject', comment.value, card));
+    approve.addEventListener('click', () => decide(call.callId, call.runId, 'approve', comment.value, card));
+    reject.addEventListener('click', () => decide(call.callId, call.runId, 'reject', comment.value, card));
     actions.append(comment, approve, reject);
     card.appendChild(actions);
     return card;
@@ -181,9 +182,15 @@ export const inboxScript = `
     try {
       const data = await api('/api/pending');
       const container = byId('pending');
-      // Keep a card the approver is typing in; replace the others.
+      // Keep a card the approver is typing in; replace the others. A card whose call was restarted
+      // (a new run, perhaps with other arguments) is replaced even then, and the approver is told.
       const focused = document.activeElement && document.activeElement.closest ? document.activeElement.closest('article') : null;
-      const cards = data.calls.map((call) => (focused && focused.dataset.callId === call.callId ? focused : renderCall(call)));
+      const cards = data.calls.map((call) => {
+        if (!focused || focused.dataset.callId !== call.callId) return renderCall(call);
+        if (focused.dataset.runId === call.runId) return focused;
+        notice('The call ' + call.callId + ' was restarted and may ask for other arguments: read its card again before deciding.', 'error');
+        return renderCall(call);
+      });
       container.replaceChildren(...cards);
       if (cards.length === 0) container.appendChild(element('p', 'Nothing is waiting for a decision.', 'muted'));
       byId('pending-count').textContent = String(data.calls.length);

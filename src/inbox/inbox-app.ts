@@ -40,6 +40,8 @@ const contentSecurityPolicy = [
 
 const decisionBodySchema = z.strictObject({
   callId: z.string().min(1).max(512),
+  // The run the page showed: a decision is made on that run's arguments and on no other's.
+  runId: z.string().min(1).max(128),
   decision: z.enum(['approve', 'reject']),
   comment: z.string().max(2000).optional(),
 });
@@ -47,6 +49,8 @@ const decisionBodySchema = z.strictObject({
 /** A pending call as the inbox shows it. `input` is data for the page to print, never markup. */
 export interface PendingCall {
   readonly callId: string;
+  /** The run shown. A key freed by a rejection or expiry may start a new run, with other arguments. */
+  readonly runId: string;
   readonly tool: string;
   readonly tier?: string;
   readonly tenant: string;
@@ -198,6 +202,7 @@ export function createInboxApp(options: InboxOptions): Hono {
       .filter((record): record is CallRecord => record?.status === 'awaiting_approval' && !!record.approval)
       .map((record) => ({
         callId: record.callId,
+        runId: record.runId,
         tool: record.tool,
         ...(record.tier ? { tier: record.tier } : {}),
         tenant: record.tenant,
@@ -259,18 +264,29 @@ export function createInboxApp(options: InboxOptions): Hono {
     }
     const parsed = decisionBodySchema.safeParse(await context.req.json().catch(() => undefined));
     if (!parsed.success) return context.json({ error: 'The decision is malformed.' }, 400);
-    const { callId, decision } = parsed.data;
+    const { callId, runId, decision } = parsed.data;
     const comment = parsed.data.comment?.trim();
     if (decision === 'reject' && !comment)
       return context.json({ error: 'Say why you reject it (comment).' }, 400);
     const record = await operations.client.get(callId).catch(() => undefined);
     if (!record) return context.json({ error: 'There is no such call.' }, 404);
+    if (record.runId !== runId) {
+      return context.json(
+        {
+          error:
+            'This call was restarted since the page showed it, and may now ask for other arguments. ' +
+            'Read its new card before deciding.',
+        },
+        409,
+      );
+    }
     if (record.status !== 'awaiting_approval') {
       return context.json({ error: `The call is ${record.status}; it no longer waits for a decision.` }, 409);
     }
     const refusal = mayDecide(session.approver, record);
     if (refusal) return context.json({ error: `You may not decide this call: ${refusal}.` }, 403);
     const decisionOptions = {
+      runId,
       approver: session.approver.name,
       roles: session.approver.roles,
       ...(comment ? { comment } : {}),

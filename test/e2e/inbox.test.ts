@@ -75,14 +75,14 @@ describe('approvals inbox in headless chromium', () => {
     await harness?.close();
   });
 
-  async function signIn(token: string): Promise<Page> {
+  async function signIn(token: string, waitForCall = callId): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
     const page = await context.newPage();
     await page.goto(inbox.url);
     expect(new URL(page.url()).pathname).toBe('/login');
     await page.fill('#token', token);
     await page.click('button[type=submit]');
-    await page.waitForSelector(`article[data-call-id="${callId}"]`, { timeout: 15_000 });
+    await page.waitForSelector(`article[data-call-id="${waitForCall}"]`, { timeout: 15_000 });
     return page;
   }
 
@@ -157,5 +157,74 @@ describe('approvals inbox in headless chromium', () => {
       .poll(() => page.locator('#decisions tbody').textContent(), { timeout: 15_000 })
       .toContain('alice');
     await page.screenshot({ path: join('test-results', 'inbox-after.png'), fullPage: true });
+  });
+
+  it('a decision is for the run the page showed: a call restarted with new arguments is refused', async () => {
+    const transfer = (amountCents: number) => ({
+      tool: 'transfer_funds',
+      input: {
+        reference: 'inbox-e2e-2',
+        from: 'ACC-100',
+        to: 'ACC-200',
+        amountCents,
+        currency: 'EUR',
+        memo: null,
+      },
+    });
+    const awaiting = (id: string, notRun?: string) =>
+      waitFor(async () => {
+        const record = await harness.client.get(id);
+        return record?.status === 'awaiting_approval' && record.runId !== notRun ? record.runId : undefined;
+      });
+    const first = await harness.client.start(transfer(100), agent);
+    const shownRun = await awaiting(first.callId);
+    const page = await signIn(aliceToken, first.callId);
+    const card = page.locator(`article[data-call-id="${first.callId}"]`);
+    expect(await card.getAttribute('data-run-id')).toBe(shownRun);
+    // The approver starts typing: the page keeps a focused card across refreshes.
+    await card.locator('input').fill('looks fine');
+
+    // While the page is not refreshing, someone rejects the call, which frees its key, and the model
+    // asks again under the same key for 100,000 times the amount.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await page.route('**/api/pending', async (route) => {
+      await held;
+      await route.continue();
+    });
+    expect(
+      (await harness.client.reject(first.callId, { approver: 'alice', comment: 'duplicate' })).accepted,
+    ).toBe(true);
+    const second = await harness.client.start(transfer(10_000_000), agent);
+    expect(second.callId).toBe(first.callId);
+    const newRun = await awaiting(first.callId, shownRun);
+
+    // A decision made on the card as shown names the old run, and is refused before anything is signed.
+    const { csrfToken } = (await (await page.request.get(`${inbox.url}/api/session`)).json()) as {
+      csrfToken: string;
+    };
+    const stale = await page.request.post(`${inbox.url}/api/decisions`, {
+      headers: { 'x-csrf-token': csrfToken },
+      data: { callId: first.callId, runId: shownRun, decision: 'approve', comment: 'looks fine' },
+    });
+    expect(stale.status()).toBe(409);
+    expect(((await stale.json()) as { error: string }).error).toMatch(/restarted/);
+    const waiting = await harness.client.get(first.callId);
+    expect(waiting?.status).toBe('awaiting_approval');
+    expect(waiting?.refusedDecisions).toEqual([]);
+
+    // The page, refreshing again, replaces the focused card with the new run's and says why.
+    release();
+    await page.unroute('**/api/pending');
+    await expect.poll(() => page.textContent('#notice'), { timeout: 15_000 }).toMatch(/restarted/);
+    await expect.poll(() => card.getAttribute('data-run-id'), { timeout: 15_000 }).toBe(newRun);
+    expect(await card.locator('pre.arguments').textContent()).toContain('10000000');
+
+    await harness.client.reject(first.callId, { approver: 'alice', comment: 'not this amount' });
+    const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
+    expect(ledger.filter((line) => line['reference'] === 'inbox-e2e-2')).toHaveLength(0);
+    await page.context().close();
   });
 });

@@ -163,7 +163,65 @@ describe('toolgate CLI (the real binary, as a process)', () => {
     expect(late.json['state']).toBe('closed');
   });
 
-  it('cancel stops an open call (0) and refuses a closed one (4)', async () => {
+  it('approve --run decides only the run that was read: a call restarted with new arguments is refused (4)', async () => {
+    const transfer = (amountCents: number) =>
+      JSON.stringify({
+        reference: 'cli-rerun-1',
+        from: 'ACC-1',
+        to: 'ACC-2',
+        amountCents,
+        currency: 'EUR',
+        memo: null,
+      });
+    const context = ['--tenant', 'cli', '--principal', 'agent-7', '--principal-kind', 'agent', '--no-wait'];
+    const awaiting = (id: string, notRun?: string) =>
+      waitFor(async () => {
+        const record = await harness.client.get(id);
+        return record?.status === 'awaiting_approval' && record.runId !== notRun ? record.runId : undefined;
+      });
+    const first = await run('call', 'transfer_funds', '--input', transfer(4200), ...context);
+    const id = String(first.json['callId']);
+    const readRun = await awaiting(id);
+    // What the approver read: `get` prints the run.
+    expect((await run('get', id)).json['runId']).toBe(readRun);
+
+    // Somebody rejects it, which frees the key, and the model asks again with another amount.
+    expect((await run('reject', id, '--as', 'alice', '--reason', 'duplicate')).code).toBe(0);
+    const second = await run('call', 'transfer_funds', '--input', transfer(990_000), ...context);
+    expect(second.json['callId']).toBe(id);
+    const currentRun = await awaiting(id, readRun);
+
+    const stale = await run('approve', id, '--as', 'alice', '--run', readRun);
+    expect(stale.code).toBe(4);
+    expect(stale.json['state']).toBe('refused');
+    expect(String(stale.json['reason'])).toMatch(/restarted since you read it/);
+    // Refused before signing: nothing reached the call, which keeps waiting.
+    const waiting = await harness.client.get(id);
+    expect(waiting?.status).toBe('awaiting_approval');
+    expect(waiting?.refusedDecisions).toEqual([]);
+
+    const current = await run('approve', id, '--as', 'alice', '--run', currentRun, '--wait');
+    expect(current.code).toBe(0);
+    expect((current.json['record'] as { input: { amountCents: number } }).input.amountCents).toBe(990_000);
+    const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
+    expect(ledger.filter((line) => line['reference'] === 'cli-rerun-1')).toHaveLength(1);
+  });
+
+  it('a usage mistake exits 1, and with --json says what is wrong as JSON on stdout', async () => {
+    const missing = await run('call', 'read_config');
+    expect(missing.code).toBe(1);
+    expect(missing.json).toEqual({
+      ok: false,
+      exitCode: 1,
+      error: "required option '--input <json>' not specified",
+    });
+    expect(missing.stderr).toContain('run with --help for usage');
+    const badChoice = await run('list', '--effect', 'bogus');
+    expect(badChoice.code).toBe(1);
+    expect(String(badChoice.json['error'])).toMatch(/Allowed choices are none, applied, unknown/);
+  });
+
+  it('cancel stops an open call (0) and refuses a closed one (4); approving it is refused (4)', async () => {
     const started = await run(
       'call',
       'slow_search',
@@ -175,6 +233,13 @@ describe('toolgate CLI (the real binary, as a process)', () => {
     );
     const id = String(started.json['callId']);
     await waitFor(async () => ((await harness.client.get(id))?.status === 'running' ? true : undefined));
+    // A readonly call never waits for a human: a decision is refused at once, not left unread.
+    const asked = Date.now();
+    const pointless = await run('approve', id, '--as', 'alice');
+    expect(pointless.code).toBe(4);
+    expect(String(pointless.json['reason'])).toMatch(/readonly-tier, which never waits for a human decision/);
+    expect(Date.now() - asked).toBeLessThan(10_000);
+    expect((await harness.client.get(id))?.refusedDecisions).toEqual([]);
     const cancelled = await run('cancel', id);
     expect(cancelled.code).toBe(0);
     expect(cancelled.json['status']).toBe('cancelled');
