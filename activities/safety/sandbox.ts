@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { link, lstat, mkdir, open, realpath, rm, stat } from 'node:fs/promises';
+import { type FileHandle, link, lstat, mkdir, open, readlink, realpath, rm, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { relativePathProblem } from '../../src/contracts/sandboxed-path.ts';
 import { ToolDenied, ToolError } from '../tool-implementation.ts';
@@ -22,8 +22,9 @@ export interface Sandbox {
 /** Options for {@link sandboxedPath}. */
 export interface SandboxOptions {
   /**
-   * Test hook: runs after the folder was checked and before the temporary file is opened, so a test
-   * can swap a folder for a symlink exactly inside the race window and prove the swap is caught.
+   * Test hook: runs after the folder was checked and before a file in it is opened (the temporary
+   * file of a write, or the file a read asked for), so a test can swap a folder for a symlink
+   * exactly inside the race window and prove the swap is caught.
    */
   readonly beforeOpenForTests?: (directory: string) => Promise<void> | void;
 }
@@ -94,11 +95,30 @@ export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandb
     return (await realpath(directory).catch(() => '')) === directory;
   }
 
+  /**
+   * Whether an open file is the one at `target`. O_NOFOLLOW guards only the last component, so a
+   * folder on the way swapped for a symlink after the check would open a file elsewhere. On Linux
+   * the kernel names the file behind a descriptor, and no later swap changes that name. Elsewhere
+   * the file now at the checked place, reached through a folder that is still real before and
+   * after the look-up, must be the same file (device and inode) as the one opened.
+   */
+  async function isOpenedAt(handle: FileHandle, target: string): Promise<boolean> {
+    const named = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+    if (named !== undefined) return named === target;
+    const directory = dirname(target);
+    const opened = await handle.stat();
+    if (!(await stillReal(directory))) return false;
+    const seen = await lstat(target).catch(() => undefined);
+    if (!seen || seen.ino !== opened.ino || seen.dev !== opened.dev) return false;
+    return stillReal(directory);
+  }
+
   return {
     base,
     resolve,
-    async readFile(relativePath, options = {}) {
+    async readFile(relativePath, readOptions = {}) {
       const target = await resolve(relativePath);
+      await options.beforeOpenForTests?.(dirname(target));
       const handle = await open(target, constants.O_RDONLY | constants.O_NOFOLLOW).catch(
         (error: NodeJS.ErrnoException) => {
           if (error.code === 'ELOOP') throw new ToolDenied('Path refused: it is a symbolic link.');
@@ -107,8 +127,12 @@ export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandb
         },
       );
       try {
+        // Checked before a byte is read: a swap after the check must not read a file elsewhere.
+        if (!(await isOpenedAt(handle, target))) {
+          throw new ToolDenied('Path refused: the folder changed while the file was being opened.');
+        }
         const info = await handle.stat();
-        const maxBytes = options.maxBytes ?? 1024 * 1024;
+        const maxBytes = readOptions.maxBytes ?? 1024 * 1024;
         if (info.size > maxBytes) throw new ToolDenied(`The file is larger than ${maxBytes} bytes.`);
         return await handle.readFile({ encoding: 'utf8' });
       } finally {

@@ -51,6 +51,20 @@ describe('sandboxed path: execution-time check', () => {
   });
   afterEach(async () => rm(root, { recursive: true, force: true }));
 
+  /** A sandbox whose checked folder is swapped for a link to `outside` right before each open. */
+  function swappingSandbox() {
+    let swapped = 0;
+    const sandbox = sandboxedPath(base, {
+      beforeOpenForTests: async (directory) => {
+        // The attacker's move, exactly inside the race window: the checked folder becomes a link.
+        await rename(directory, `${directory}.moved`);
+        await symlink(outside, directory);
+        swapped++;
+      },
+    });
+    return { sandbox, swaps: () => swapped };
+  }
+
   it('refuses every hostile path with ToolDenied and writes nothing anywhere', async () => {
     const sandbox = sandboxedPath(base);
     for (const [label, path] of hostilePaths) {
@@ -84,6 +98,26 @@ describe('sandboxed path: execution-time check', () => {
     await expect(sandboxedPath(base).readFile('innocent.md')).rejects.toBeInstanceOf(ToolDenied);
   });
 
+  it('reads a file inside the sandbox, and refuses one over the size limit', async () => {
+    await mkdir(join(base, 'q3'));
+    await writeFile(join(base, 'q3/r.md'), 'inside');
+    const sandbox = sandboxedPath(base);
+    expect(await sandbox.readFile('q3/r.md')).toBe('inside');
+    await expect(sandbox.readFile('q3/r.md', { maxBytes: 3 })).rejects.toThrow(/larger than 3 bytes/);
+    await expect(sandbox.readFile('q3/missing.md')).rejects.toThrow(/No such file/);
+  });
+
+  it('catches a folder swapped for a symlink between validation and read, before reading', async () => {
+    await mkdir(join(base, 'q3'));
+    await writeFile(join(base, 'q3/r.md'), 'inside');
+    await writeFile(join(outside, 'r.md'), 'SECRET-OUTSIDE');
+    const { sandbox, swaps } = swappingSandbox();
+    const read = sandbox.readFile('q3/r.md');
+    await expect(read).rejects.toBeInstanceOf(ToolDenied);
+    await expect(read).rejects.toThrow(/folder changed/);
+    expect(swaps()).toBe(1);
+  });
+
   it('never overwrites an existing file', async () => {
     const sandbox = sandboxedPath(base);
     await sandbox.writeNewFile('a.md', 'first');
@@ -93,17 +127,9 @@ describe('sandboxed path: execution-time check', () => {
 
   it('catches a folder swapped for a symlink between validation and write', async () => {
     await mkdir(join(base, 'q3'));
-    let swapped = 0;
-    const sandbox = sandboxedPath(base, {
-      beforeOpenForTests: async (directory) => {
-        // The attacker's move, exactly inside the race window: the checked folder becomes a link.
-        await rename(directory, `${directory}.moved`);
-        await symlink(outside, directory);
-        swapped++;
-      },
-    });
+    const { sandbox, swaps } = swappingSandbox();
     await expect(sandbox.writeNewFile('q3/summary.md', 'confidential')).rejects.toThrow(/folder changed/);
-    expect(swapped).toBe(1);
+    expect(swaps()).toBe(1);
     // Nothing with content reached the other folder, and the report was not created anywhere.
     const leaked = await listFiles(outside);
     for (const file of leaked) expect((await stat(file)).size).toBe(0);
