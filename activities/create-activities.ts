@@ -297,9 +297,10 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
       get signal() {
         return signal();
       },
-      // A compensation is a different action: a downstream that dedups on the key must not
-      // mistake the undo for a repeat of the original.
-      key: compensator && request.key !== undefined ? `${request.key}:undo` : request.key,
+      // The same on every attempt (DESIGN §2: a retried call's downstream sees a stable key): the
+      // call's key, or its call ID when it has none. A compensation is a different action, so a
+      // downstream that dedups on the key must not mistake the undo for a repeat of the original.
+      key: compensator ? `${request.key ?? request.callId}:undo` : (request.key ?? request.callId),
       callId: request.callId,
       context: request.context,
       attempt,
@@ -436,6 +437,16 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
         reason: error.reason,
         message: error.message,
       });
+      if (attempt > 1 && request.tier !== 'readonly') {
+        // A refusal now says nothing about the attempts before it, which ran the tool and may have
+        // acted: this is not a denial of a call that did nothing (DESIGN §3).
+        return failure(
+          ToolFailureType.failed,
+          `${error.message} An earlier attempt of this call ran the tool and may have acted; check the current state before repeating it.`,
+          { effect: 'unknown', attempt },
+          true,
+        );
+      }
       return failure(ToolFailureType.denied, error.message, {
         effect: 'none',
         reason: error.reason,

@@ -8,8 +8,12 @@ export interface ToolExecution<Input> {
   readonly input: Input;
   /** Aborted at the executor's deadline or when the caller cancels. Stop promptly when it fires. */
   readonly signal: AbortSignal;
-  /** The call's idempotency key, the same on every attempt. Pass it on to downstream APIs. */
-  readonly key: string | undefined;
+  /**
+   * The call's idempotency key, or its call ID when the call has none: the same on every attempt,
+   * and never shared with another call. Pass it on to downstream APIs that deduplicate. For a
+   * compensation it is the original's key with `:undo` appended.
+   */
+  readonly key: string;
   readonly callId: string;
   readonly context: CallContext;
   /** 1 on the first attempt. */

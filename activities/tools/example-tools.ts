@@ -79,17 +79,24 @@ export function createExampleTools(dataDir: string, options: ExampleToolOptions 
   const logExecution = (tool: string, callId: string, event: string, extra: Record<string, unknown> = {}) =>
     appendJsonLine(paths.executionsFile, { tool, callId, event, ...extra });
 
-  const readLabels = async (): Promise<Record<string, string[]>> => {
+  // A Map, not a plain object: an item may be named `__proto__` or `constructor`, which an object
+  // would answer from its prototype (and an assignment to `__proto__` would silently drop).
+  const readLabels = async (): Promise<Map<string, string[]>> => {
+    let stored: unknown;
     try {
-      return JSON.parse(await readFile(paths.labelsFile, 'utf8')) as Record<string, string[]>;
+      stored = JSON.parse(await readFile(paths.labelsFile, 'utf8'));
     } catch {
-      return {};
+      return new Map();
     }
+    return new Map(
+      Object.entries(stored ?? {}).filter((entry): entry is [string, string[]] => Array.isArray(entry[1])),
+    );
   };
-  const writeLabels = async (labels: Record<string, string[]>) => {
+  const writeLabels = async (labels: Map<string, string[]>) => {
     await mkdir(paths.dataDir, { recursive: true });
     const temporary = `${paths.labelsFile}.${process.pid}.${Date.now()}.tmp`;
-    await writeFile(temporary, JSON.stringify(labels, null, 2));
+    // Object.fromEntries defines own properties, so even `__proto__` is written as a plain key.
+    await writeFile(temporary, JSON.stringify(Object.fromEntries(labels), null, 2));
     await rename(temporary, paths.labelsFile);
   };
 
@@ -160,10 +167,10 @@ export function createExampleTools(dataDir: string, options: ExampleToolOptions 
 
     implementTool(addLabel, async ({ input, callId }) => {
       const labels = await readLabels();
-      const current = new Set(labels[input.item] ?? []);
+      const current = new Set(labels.get(input.item) ?? []);
       const added = !current.has(input.label);
       current.add(input.label);
-      labels[input.item] = [...current].sort();
+      labels.set(input.item, [...current].sort());
       await writeLabels(labels);
       await logExecution('add_label', callId, 'added', { item: input.item, label: input.label });
       return { item: input.item, label: input.label, added };
@@ -209,7 +216,10 @@ export function createExampleTools(dataDir: string, options: ExampleToolOptions 
       const labels = await readLabels();
       // Only undo what this call did: a label that was already there before stays.
       if ((output as { added?: boolean } | null)?.added) {
-        labels[input.item] = (labels[input.item] ?? []).filter((label) => label !== input.label);
+        labels.set(
+          input.item,
+          (labels.get(input.item) ?? []).filter((label) => label !== input.label),
+        );
         await writeLabels(labels);
       }
       await logExecution('remove_label', callId, 'removed', { item: input.item, label: input.label });
