@@ -54,11 +54,14 @@ export interface ToolCallLookup {
   readonly fingerprint?: string;
   /** The stored record, for a closed call. */
   readonly record?: CallRecord;
+  /** The run described. Absent from lookups recorded before runs were pinned. */
+  readonly runId?: string;
 }
 
 /** The activity a worker registers for agent workflows; see `createToolCallLookupActivities`. */
 export interface ToolCallLookupActivities {
-  lookupToolCall(request: { readonly callId: string }): Promise<ToolCallLookup>;
+  /** Describes the call's latest run, or the given run when `runId` is set. */
+  lookupToolCall(request: { readonly callId: string; readonly runId?: string }): Promise<ToolCallLookup>;
 }
 
 export interface ChildCallOptions {
@@ -193,7 +196,9 @@ export async function startToolCallChild(
       );
     }
     if (lookup.state === 'completed' && lookup.record) return known(id, 'existing', lookup.record);
-    const record = await waitForRunningCall(id, options);
+    // Wait for the run that matched, not for whatever runs under this ID later: if it is rejected or
+    // expires, its key is free, and a new run with other arguments may start under the same ID.
+    const record = await waitForRunningCall(id, lookup.runId, options);
     return known(id, 'attached', record);
   }
 }
@@ -221,13 +226,24 @@ function lookupActivities() {
   });
 }
 
-async function waitForRunningCall(callId: string, options: ChildCallOptions): Promise<CallRecord> {
+/**
+ * Polls the attached run until it closes. `runId` is undefined only when the lookup that matched
+ * was recorded before lookups named their run: such a history keeps its recorded behaviour (the
+ * latest run), so it replays unchanged.
+ */
+async function waitForRunningCall(
+  callId: string,
+  runId: string | undefined,
+  options: ChildCallOptions,
+): Promise<CallRecord> {
   const initial = options.duplicatePollMs?.initial ?? 1_000;
   const maximum = options.duplicatePollMs?.maximum ?? 30_000;
   let intervalMs = initial;
   for (;;) {
     await sleep(intervalMs);
-    const lookup = await lookupActivities().lookupToolCall({ callId });
+    const lookup = await lookupActivities().lookupToolCall(
+      runId === undefined ? { callId } : { callId, runId },
+    );
     if (lookup.record && lookup.state !== 'running') return lookup.record;
     // Back off, so a call that waits days for approval adds a modest number of events to history.
     intervalMs = Math.min(maximum, Math.round(intervalMs * 1.5));

@@ -13,24 +13,35 @@ import type { ToolCallLookup, ToolCallLookupActivities } from '../workflow.ts';
 export function createToolCallLookupActivities(client: Client): ToolCallLookupActivities {
   const toolgate = new ToolgateClient({ client });
   return {
-    async lookupToolCall({ callId }): Promise<ToolCallLookup> {
+    async lookupToolCall({ callId, runId }): Promise<ToolCallLookup> {
       let description: Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['describe']>>;
       try {
-        description = await client.workflow.getHandle(callId).describe();
+        description = await client.workflow.getHandle(callId, runId).describe();
       } catch (error) {
         if (error instanceof WorkflowNotFoundError) return { state: 'not_found' };
         throw error;
       }
       const memoFingerprint = description.memo?.['fingerprint'];
       const fingerprint = typeof memoFingerprint === 'string' ? { fingerprint: memoFingerprint } : {};
+      const run = { runId: description.runId };
       switch (description.status.name) {
         case 'RUNNING':
-          return { state: 'running', ...fingerprint };
+          return { state: 'running', ...fingerprint, ...run };
         case 'COMPLETED':
-          return { state: 'completed', ...fingerprint, record: await toolgate.result(callId) };
+          return {
+            state: 'completed',
+            ...fingerprint,
+            ...run,
+            record: await toolgate.result(callId, description.runId),
+          };
         default:
           // Failed, cancelled, terminated or timed out: the key is free, but the record is still useful.
-          return { state: 'released', ...fingerprint, record: await toolgate.result(callId) };
+          return {
+            state: 'released',
+            ...fingerprint,
+            ...run,
+            record: await toolgate.result(callId, description.runId),
+          };
       }
     },
   };

@@ -161,6 +161,68 @@ describe('tool calls as child workflows (toolgate/workflow)', () => {
     );
     expect(ledger).toHaveLength(1);
   });
+
+  it('stays with the run it attached to: a rejected call restarted with new arguments is not its outcome', async () => {
+    const reference = `R-${randomUUID().slice(0, 8)}`;
+    const input = (amountCents: number) => ({
+      reference,
+      from: 'AA',
+      to: 'BB',
+      amountCents,
+      currency: 'EUR',
+      memo: null,
+    });
+    const first = await client.start({ tool: 'transfer_funds', input: input(700) }, agent);
+    await waitUntil(async () => (await client.get(first.callId))?.status === 'awaiting_approval');
+    const firstRun = (await client.get(first.callId))!.runId;
+    // The agent attaches, then polls every 4 s: long enough for the run to change in between.
+    const agentId = `agent-${randomUUID()}`;
+    const child = await temporal.workflow.start('toolCallChild', {
+      workflowId: agentId,
+      taskQueue,
+      args: [
+        { tool: 'transfer_funds', input: input(700) },
+        agent,
+        { duplicatePollMs: { initial: 4_000, maximum: 4_000 } },
+      ],
+    });
+    // Attached: the lookup that matched the fingerprint is in the agent's history.
+    await waitUntil(async () =>
+      ((await child.fetchHistory()).events ?? []).some((event) => event.markerRecordedEventAttributes),
+    );
+
+    // The call is rejected, which frees its key, and the same key asks for 100 times the amount.
+    expect((await client.reject(first.callId, { approver: 'alice', comment: 'wrong amount' })).accepted).toBe(
+      true,
+    );
+    const second = await client.start({ tool: 'transfer_funds', input: input(70_000) }, agent);
+    expect(second).toMatchObject({ callId: first.callId, disposition: 'started' });
+    expect(second.runId).not.toBe(firstRun);
+    try {
+      // The attached run closed at the rejection: the next poll, 4 s on, ends the wait. An agent
+      // that followed the new run instead would still be waiting.
+      const outcome = (await Promise.race([
+        child.result(),
+        new Promise((_, reject) =>
+          setTimeout(() => reject(new Error('the agent is still waiting after 20 s')), 20_000),
+        ),
+      ])) as ChildCallOutcome;
+      expect(outcome.disposition).toBe('attached');
+      expect(outcome.record).toMatchObject({
+        runId: firstRun,
+        status: 'denied',
+        reason: 'APPROVAL_REJECTED',
+        effect: 'none',
+        input: { amountCents: 700 },
+      });
+    } finally {
+      await client.reject(first.callId, { approver: 'alice', comment: 'not this either' });
+    }
+    const ledger = (await readLines(tools.paths.ledgerFile)).filter(
+      (line) => line['reference'] === reference,
+    );
+    expect(ledger).toHaveLength(0);
+  });
 });
 
 async function waitUntil(probe: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
