@@ -57,7 +57,8 @@ export const reasonCodes: Readonly<Record<ReasonCode, ReasonCodeInfo>> = {
   APPROVAL_EXPIRED: {
     retryable: false,
     meaning: 'Nobody approved this action in time, so it did not run.',
-    nextStep: 'Ask the user whether to request approval again; a new request needs a new key.',
+    nextStep:
+      'Ask the user whether to request approval again; the same call, key included, can be sent again and waits for a new decision.',
   },
   TIMEOUT: {
     retryable: true,
