@@ -26,7 +26,16 @@ const secondProtocolPaths = [...firstProtocolPaths, 'readonly-denied-not-allowed
 const requiredPaths: Record<string, readonly string[]> = {
   'protocol-1': firstProtocolPaths,
   'protocol-2': secondProtocolPaths,
-  'protocol-3': [...secondProtocolPaths, 'approval-denied-invalid-input'],
+  // Recorded later (round 25), for protocol 3 only: a cancel while awaiting approval, an
+  // irreversible outcome nobody knows (completed, keeping its key), a reversible call and its undo.
+  'protocol-3': [
+    ...secondProtocolPaths,
+    'approval-denied-invalid-input',
+    'approval-cancelled',
+    'irreversible-outcome-unknown',
+    'reversible-succeeded',
+    'undo',
+  ],
 };
 const fixtures = Object.entries(requiredPaths).flatMap(([protocol, names]) =>
   names.map((name) => ({ protocol, name, id: `${protocol}/${name}` })),
@@ -114,6 +123,9 @@ describe('a tightened tool schema and the calls recorded before it', () => {
 
   // Protocol 3 records the verdict with the admission; the workflow never validates again.
   it('protocol 3: replays every recorded call, the approval-tier ones included', async () => {
-    for (const name of requiredPaths['protocol-3']!) await replay('protocol-3', name);
+    // The undo history is a toolUndo workflow, which the tightened bundle does not carry.
+    for (const name of requiredPaths['protocol-3']!.filter((name) => name !== 'undo')) {
+      await replay('protocol-3', name);
+    }
   }, 120_000);
 });
