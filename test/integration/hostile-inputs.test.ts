@@ -119,6 +119,8 @@ describe('hostile inputs through the real workflow', () => {
           await new Promise((resolve) => setTimeout(resolve, 3));
         } catch {
           // The tool may have recreated the folder meanwhile; start the next round from any state.
+          // Each step may lose a race with a write in flight (a file created while the folder is
+          // being removed: ENOTEMPTY), so none may end the swapper: the next round tries again.
           await unlink(raceDir).catch(() => undefined);
           if (
             await lstat(parked).then(
@@ -126,7 +128,7 @@ describe('hostile inputs through the real workflow', () => {
               () => false,
             )
           ) {
-            await rm(raceDir, { recursive: true, force: true });
+            await rm(raceDir, { recursive: true, force: true }).catch(() => undefined);
             await rename(parked, raceDir).catch(() => undefined);
           }
         }
