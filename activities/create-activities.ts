@@ -292,15 +292,17 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
       }
       return controller.signal;
     };
+    // The same on every attempt (DESIGN §2: a retried call's downstream sees a stable key): the
+    // call's key, or its call ID when it has none.
+    const key = request.key ?? request.callId;
     const execution = {
       input: request.input,
       get signal() {
         return signal();
       },
-      // The same on every attempt (DESIGN §2: a retried call's downstream sees a stable key): the
-      // call's key, or its call ID when it has none. A compensation is a different action, so a
-      // downstream that dedups on the key must not mistake the undo for a repeat of the original.
-      key: compensator ? `${request.key ?? request.callId}:undo` : (request.key ?? request.callId),
+      // A compensation is a different action: a downstream that dedups on the key must not
+      // mistake the undo for a repeat of the original.
+      key: compensator ? `${key}:undo` : key,
       callId: request.callId,
       context: request.context,
       attempt,

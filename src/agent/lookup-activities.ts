@@ -22,27 +22,18 @@ export function createToolCallLookupActivities(client: Client): ToolCallLookupAc
         throw error;
       }
       const memoFingerprint = description.memo?.['fingerprint'];
-      const fingerprint = typeof memoFingerprint === 'string' ? { fingerprint: memoFingerprint } : {};
-      const run = { runId: description.runId };
-      switch (description.status.name) {
-        case 'RUNNING':
-          return { state: 'running', ...fingerprint, ...run };
-        case 'COMPLETED':
-          return {
-            state: 'completed',
-            ...fingerprint,
-            ...run,
-            record: await toolgate.result(callId, description.runId),
-          };
-        default:
-          // Failed, cancelled, terminated or timed out: the key is free, but the record is still useful.
-          return {
-            state: 'released',
-            ...fingerprint,
-            ...run,
-            record: await toolgate.result(callId, description.runId),
-          };
-      }
+      const known = {
+        ...(typeof memoFingerprint === 'string' ? { fingerprint: memoFingerprint } : {}),
+        runId: description.runId,
+      };
+      if (description.status.name === 'RUNNING') return { state: 'running', ...known };
+      // Completed keeps its key. Failed, cancelled, terminated or timed out frees it, but the record
+      // is still useful.
+      return {
+        state: description.status.name === 'COMPLETED' ? 'completed' : 'released',
+        ...known,
+        record: await toolgate.result(callId, description.runId),
+      };
     },
   };
 }
