@@ -8,6 +8,7 @@ import {
   condition,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -112,6 +113,7 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       // bounded and refusals past a cap are only counted.
       if (pendingDecisions.length >= maxPendingDecisions) {
         record.refusedDecisionsDropped = (record.refusedDecisionsDropped ?? 0) + 1;
+        record.decisionsDroppedUnread = (record.decisionsDroppedUnread ?? 0) + 1;
         return;
       }
       if (decided) {
@@ -162,6 +164,8 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
     const deny = (reason: ReasonCode, message?: string): never => close('denied', reason, 'none', message);
 
     let contract: ToolContract | undefined;
+    /** Whether decisions still queued at the expiry are checked (see `decisionsQueuedAtExpiryPatch`). */
+    let checkQueuedAtExpiry = false;
     let admission: AdmitDecision | undefined;
     let admitting = false;
     try {
@@ -178,6 +182,12 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
         );
       }
       contract = lookupTool(catalog, request.tool);
+      if (contract?.tier === 'approval') {
+        // Asked here, in the call's first activation, and not where it is used: there, right after
+        // a local activity, a replay can see the patch marker one workflow task late (a recorded
+        // history failed to replay that way), while a first activation always sees its own.
+        checkQueuedAtExpiry = patched(decisionsQueuedAtExpiryPatch);
+      }
       if (contract) {
         record.tier = contract.tier;
         // The tier comes from the contract here, never from the caller. On the lean path a client
@@ -345,7 +355,11 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
         const remainingMs = expiresAtMs - Date.now();
         let arrived: boolean;
         try {
-          arrived = remainingMs > 0 && (await condition(() => pendingDecisions.length > 0, remainingMs));
+          // A decision already queued when the call reaches its expiry is still checked: checking
+          // the one ahead of it (a forged one, say) may have run past the expiry.
+          arrived =
+            (remainingMs <= 0 && pendingDecisions.length > 0 && checkQueuedAtExpiry) ||
+            (remainingMs > 0 && (await condition(() => pendingDecisions.length > 0, remainingMs)));
         } catch (error) {
           if (isCancellation(error))
             return deny('CANCELLED', 'The call was cancelled while it waited for approval; nothing ran.');
@@ -511,6 +525,13 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
 }
 
 const maxPendingDecisions = 50;
+
+/**
+ * The patch under which decisions still queued when an approval-tier call expires are checked (see
+ * awaitDecision); before it, such a call expired with a valid decision unread. Its marker is set in
+ * the first workflow task of every approval-tier call started since.
+ */
+export const decisionsQueuedAtExpiryPatch = 'decisions-queued-at-expiry';
 const maxRecordedRefusals = 100;
 
 /**

@@ -100,6 +100,11 @@ export function describeRecord(record: CallRecord): string[] {
       );
     }
   }
+  if (record.decisionsDroppedUnread) {
+    lines.push(
+      `decisions dropped unread: ${record.decisionsDroppedUnread} (the queue of decisions to check was full: a flood of signals; a valid one among them must be sent again)`,
+    );
+  }
   return lines;
 }
 

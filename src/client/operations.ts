@@ -282,6 +282,13 @@ export class ToolgateOperations {
         started.record?.message ?? 'Temporal did not start a new run; the call keeps its key (see get).',
       );
     }
+    if (started.disposition === 'attached') {
+      // Between the read above and the start, another run took the call ID: a replay of the same
+      // run that got there first (the server hands it back for the same request ID), or a new call.
+      return refuse(
+        `Nothing was started: run ${started.runId} of this call began after run ${record.runId}, the one this replay read (another replay got there first, or a new call with its key). Read the call again (toolgate get ${callId}) before replaying it.`,
+      );
+    }
     return { replayed: true, callId, replacesRunId: record.runId, started };
   }
 

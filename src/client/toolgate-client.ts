@@ -77,8 +77,12 @@ export interface DecisionOptions {
 /** Whether a decision counted. A refused one is recorded on the call, which keeps waiting. */
 export interface DecisionOutcome {
   readonly accepted: boolean;
-  /** `delivered` means the worker had not processed it within the wait. */
-  readonly state: 'accepted' | 'refused' | 'delivered' | 'closed';
+  /**
+   * `delivered` means the worker had not processed it within the wait. `dropped` means the call
+   * dropped decisions unread in that time (its queue was flooded) and this one was not seen: it
+   * most likely did not count, and can be sent again.
+   */
+  readonly state: 'accepted' | 'refused' | 'delivered' | 'dropped' | 'closed';
   readonly reason?: string;
   readonly record?: CallRecord;
 }
@@ -130,6 +134,13 @@ interface StartAnswer {
   readonly nonceJson: string;
   /** The run that a request of this start created, if the server said it created one. */
   createdRunId?: string;
+  /**
+   * A replay's request ID, sent in place of a random one on starts of this workflow ID. The server
+   * answers a start whose request ID is the current run's with that run instead of a new one, so
+   * two replays of the same run that race start one run between them, even when the first has
+   * already closed by the time the second asks.
+   */
+  readonly replay?: { readonly workflowId: string; readonly requestId: string };
 }
 
 function isAnswerTo(
@@ -141,6 +152,14 @@ function isAnswerTo(
 }
 
 const startAnswers = new AsyncLocalStorage<StartAnswer>();
+
+/**
+ * The request ID of every replay of one run. The run ID is unique to the workflow ID, and the
+ * server compares request IDs per workflow ID, so the run ID alone names the replay.
+ */
+export function replayRequestId(replacesRunId: string): string {
+  return `toolgate-replay-of-${replacesRunId}`;
+}
 
 /**
  * The caller's own workflow client, seen through an object that keeps the `started` flag of the
@@ -162,9 +181,13 @@ function answeringStarts(workflow: WorkflowClient): WorkflowClient {
             get(target, property, receiver) {
               const value = Reflect.get(target, property, receiver);
               if (property !== 'startWorkflowExecution' || typeof value !== 'function') return value;
-              return async (request: Parameters<WorkflowService['startWorkflowExecution']>[0]) => {
-                const response = await value.call(target, request);
+              return async (sent: Parameters<WorkflowService['startWorkflowExecution']>[0]) => {
                 const answer = startAnswers.getStore();
+                const request =
+                  answer?.replay && sent.workflowId === answer.replay.workflowId
+                    ? { ...sent, requestId: answer.replay.requestId }
+                    : sent;
+                const response = await value.call(target, request);
                 if (answer && response.started === true && response.runId && isAnswerTo(answer, request)) {
                   answer.createdRunId = response.runId;
                 }
@@ -257,7 +280,12 @@ export class ToolgateClient {
     // call needs no describe. For a new key the read finds nothing: one cheap extra RPC, in parallel.
     const peek = key !== undefined && !options.replay ? this.#readCall(id) : undefined;
     let handle: Awaited<ReturnType<Client['workflow']['start']>>;
-    const answer: StartAnswer = { nonceJson: JSON.stringify(startNonce) };
+    const answer: StartAnswer = {
+      nonceJson: JSON.stringify(startNonce),
+      ...(options.replay
+        ? { replay: { workflowId: id, requestId: replayRequestId(options.replay.replacesRunId) } }
+        : {}),
+    };
     try {
       handle = await startAnswers.run(answer, () =>
         this.#starter.start(this.#workflowType, {
@@ -292,8 +320,9 @@ export class ToolgateClient {
       return { callId: id, runId: description.runId, disposition: 'existing', record: await this.result(id) };
     }
     // Without a key the run is new. With one, the server may say it created this run from this
-    // request, whose arguments are these.
-    if (key === undefined || answer.createdRunId === handle.firstExecutionRunId) {
+    // request, whose arguments are these. A replay is never taken on the server's word: its answer
+    // to a request ID it has seen says `started` too, so only the run's own memo tells whose it is.
+    if (!options.replay && (key === undefined || answer.createdRunId === handle.firstExecutionRunId)) {
       return {
         callId: id,
         runId: handle.firstExecutionRunId,
@@ -301,8 +330,9 @@ export class ToolgateClient {
         eagerlyStarted: handle.eagerlyStarted,
       };
     }
-    // With a key the server may have attached us to a running call: its memo says whose it is. The
-    // history read above answers that when it saw the run the start returned; else describe it.
+    // With a key the server may have attached us to a running call, and a replay to another replay
+    // of the same run: its memo says whose it is. The history read above answers that when it saw
+    // the run the start returned; else describe it.
     const seen = await peek;
     const memo =
       seen && !seen.record && seen.runId === handle.firstExecutionRunId
@@ -462,10 +492,12 @@ export class ToolgateClient {
     // Polled with a growing pause: many decisions sent at once must not flood the workers with
     // queries while they are busy applying them.
     let pauseMs = 50;
+    let lastSeen: CallRecord | undefined;
     while (Date.now() < deadline) {
       const queryTimeoutMs = Math.max(1, Math.min(deadline - Date.now(), defaultQueryTimeoutMs));
       const record = await this.get(callId, { queryTimeoutMs }).catch(() => undefined);
       if (record) {
+        lastSeen = record;
         if (typeof nonce === 'string' && record.approval?.decisionNonce === nonce) {
           return { accepted: true, state: 'accepted', record };
         }
@@ -495,6 +527,21 @@ export class ToolgateClient {
         setTimeout(resolve, Math.min(pauseMs, Math.max(0, deadline - Date.now()))),
       );
       pauseMs = Math.min(pauseMs * 2, 400);
+    }
+    // A worker answered, but this decision was neither taken nor refused, and the call dropped
+    // decisions unread: a queue full of other signals is the likelier reason than a slow worker.
+    const droppedUnread = lastSeen?.decisionsDroppedUnread ?? 0;
+    if (droppedUnread > 0 && lastSeen?.status === 'awaiting_approval') {
+      return {
+        accepted: false,
+        state: 'dropped',
+        reason:
+          `the call dropped ${droppedUnread} decision${droppedUnread === 1 ? '' : 's'} unread because its queue of decisions ` +
+          'to check was full: someone is flooding it with signals. This decision was most likely one of them and did ' +
+          'not count. Send it again once the flood stops (a decision never counts twice), and find out who can ' +
+          "signal workflows in the call's namespace",
+        record: lastSeen,
+      };
     }
     return {
       accepted: false,

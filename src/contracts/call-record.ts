@@ -108,8 +108,16 @@ export interface CallRecord {
   attempts: number;
   transitions: Transition[];
   refusedDecisions: RefusedDecision[];
-  /** Decisions dropped unrecorded once the refusal list was full (a signal flood). */
+  /**
+   * Decisions dropped without a record entry: refusals past the list's cap, and decisions dropped
+   * unread (counted in `decisionsDroppedUnread` too). Both only happen in a flood of signals.
+   */
   refusedDecisionsDropped?: number;
+  /**
+   * Decisions dropped without being checked, because the queue of decisions waiting to be checked
+   * was full (a flood of signals). A valid decision among them did not count: it must be sent again.
+   */
+  decisionsDroppedUnread?: number;
   approval?: ApprovalState;
   replay?: ReplayInfo;
   undo?: UndoInfo;

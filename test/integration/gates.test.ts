@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import type { CallRecord } from '../../src/contracts/call-record.ts';
 import { exampleCatalog } from '../../src/tools/example-contracts.ts';
+import { decisionSignal } from '../../workflows/messages.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -590,6 +591,55 @@ describe('the five gates against a real dev server', () => {
       expect(pagedReads).toBe(0);
       expect(peeks).toHaveLength(1);
     });
+
+    it('says a decision was dropped unread when a flood filled the queue, and a resend counts', async () => {
+      const started = await harness.client.start(transfer('t-flood'), agent);
+      await approvedRecord(started.callId);
+      const handle = harness.temporal.workflow.getHandle(started.callId);
+      // With the worker stopped, 60 forged decisions and then a valid one pile up; the worker reads
+      // them in one activation, queues the first 50 to be checked and drops the other 11 unread.
+      await harness.stopWorker();
+      let outcome: ReturnType<ToolgateClient['approve']> | undefined;
+      try {
+        for (let index = 0; index < 60; index++) {
+          await handle.signal(decisionSignal, {
+            claims: { decision: 'approve', approver: 'alice', nonce: `flood-${index}` },
+            signature: 'AAAA',
+          });
+        }
+        outcome = harness.client.approve(started.callId, { approver: 'alice', runId: started.runId });
+        await waitFor(
+          async () => {
+            const events = (await handle.fetchHistory()).events ?? [];
+            return events.filter((event) => event.workflowExecutionSignaledEventAttributes).length === 61
+              ? true
+              : undefined;
+          },
+          { what: 'the 61 decisions to reach the server' },
+        );
+      } finally {
+        await harness.startWorker();
+      }
+      const dropped = await outcome;
+      expect(dropped).toMatchObject({ accepted: false, state: 'dropped' });
+      expect(dropped?.reason).toContain('dropped 11 decisions unread');
+      expect(dropped?.record).toMatchObject({ status: 'awaiting_approval', decisionsDroppedUnread: 11 });
+      expect(dropped?.record?.approval?.decisionNonce).toBeUndefined();
+
+      // Once the queue has drained, the same approver's decision, sent again, counts.
+      await waitFor(
+        async () =>
+          (await harness.client.get(started.callId))?.refusedDecisions.length === 50 ? true : undefined,
+        { what: 'the 50 queued forgeries to be refused' },
+      );
+      expect(await harness.client.approve(started.callId, { approver: 'alice' })).toMatchObject({
+        accepted: true,
+      });
+      const record = await harness.client.result(started.callId);
+      expect(record).toMatchObject({ status: 'succeeded', effect: 'applied', decisionsDroppedUnread: 11 });
+      const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
+      expect(ledger.filter((line) => line['reference'] === 't-flood')).toHaveLength(1);
+    }, 60_000);
   });
 });
 
@@ -620,5 +670,61 @@ describe('approval expiry', () => {
     const again = await harness.client.start(transfer('t-expire'), agent);
     expect(again.disposition).toBe('started');
     await harness.client.cancel(again.callId);
+  });
+});
+
+describe('approval expiry with decisions queued', () => {
+  let harness: Harness;
+  beforeAll(async () => {
+    // Long enough to stop the worker and send two decisions before the call expires.
+    harness = await createHarness({
+      policy: { allow: ['transfer_funds'], approvals: { transfer_funds: { expiresAfterMs: 4_000 } } },
+    });
+  });
+  afterAll(async () => harness?.close());
+
+  it('still checks a valid decision queued behind a forged one when checking that ran past the expiry', async () => {
+    const started = await harness.client.start(transfer('t-queued-at-expiry'), agent);
+    const waiting = await waitFor(
+      async () => {
+        const record = await harness.client.get(started.callId);
+        return record?.status === 'awaiting_approval' ? record : undefined;
+      },
+      { what: 'awaiting_approval' },
+    );
+    // With the worker stopped, a forged decision and then a valid one arrive before the expiry,
+    // and the worker sees them only after it: the forged one is checked first, past the expiry.
+    await harness.stopWorker();
+    let outcome: ReturnType<ToolgateClient['approve']> | undefined;
+    try {
+      const handle = harness.temporal.workflow.getHandle(started.callId);
+      await handle.signal(decisionSignal, {
+        claims: { decision: 'approve', approver: 'alice', nonce: 'forged-at-expiry' },
+        signature: 'AAAA',
+      });
+      outcome = harness.client.approve(started.callId, { approver: 'alice', runId: started.runId });
+      await waitFor(
+        async () => {
+          const history = await handle.fetchHistory();
+          const signals = (history.events ?? []).filter(
+            (event) => event.workflowExecutionSignaledEventAttributes,
+          );
+          return signals.length === 2 ? true : undefined;
+        },
+        { what: 'both decisions to reach the server' },
+      );
+      const expiresAt = Date.parse(waiting.approval?.expiresAt ?? '');
+      expect(Number.isFinite(expiresAt)).toBe(true);
+      expect(Date.now()).toBeLessThan(expiresAt);
+      await new Promise((resolve) => setTimeout(resolve, expiresAt - Date.now() + 300));
+    } finally {
+      await harness.startWorker();
+    }
+    expect(await outcome).toMatchObject({ accepted: true, state: 'accepted' });
+    const record = await harness.client.result(started.callId);
+    expect(record).toMatchObject({ status: 'succeeded', effect: 'applied' });
+    expect(record.refusedDecisions.map((entry) => entry.nonce)).toEqual(['forged-at-expiry']);
+    const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
+    expect(ledger.filter((line) => line['reference'] === 't-queued-at-expiry')).toHaveLength(1);
   });
 });

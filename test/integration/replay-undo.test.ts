@@ -113,6 +113,62 @@ describe('replay and undo', () => {
     expect(await harness.readLines(harness.tools.paths.ledgerFile)).toHaveLength(1);
   });
 
+  it('two replays of the same run that race start one run between them, even when the first has closed', async () => {
+    await writeFile(harness.tools.paths.configFile, JSON.stringify({ region: 'eu-west' }));
+    // A setting that does not exist: each run reads the file (one line in the executions file),
+    // then fails with effect none, so the call stays replayable.
+    const request = { tool: 'read_config', input: { name: 'race-missing' } } as const;
+    const first = await harness.client.call(request, agent);
+    expect(first.status).toBe('failed');
+    const runsOfCall = async () =>
+      (await harness.readLines(harness.tools.paths.executionsFile)).filter(
+        (line) => line['callId'] === first.callId,
+      ).length;
+    expect(await runsOfCall()).toBe(1);
+
+    // The race, made deterministic: this operator's replay reads run 1, and before its start reaches
+    // the server another operator's replay of run 1 starts and closes.
+    let winner: string | undefined;
+    const racing = new Proxy(harness.client, {
+      get(target, property) {
+        if (property === 'start') {
+          return async (...args: Parameters<typeof target.start>) => {
+            const [call, context, options] = args;
+            const other = await target.start(call, context, {
+              ...options,
+              replay: { replacesRunId: first.runId, operator: 'olga', force: false },
+            });
+            expect(other.disposition).toBe('started');
+            winner = other.runId;
+            await target.result(first.callId, other.runId);
+            return target.start(...args);
+          };
+        }
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const late = new ToolgateOperations({ client: racing, catalog: exampleCatalog });
+    const outcome = await late.replay(first.callId, { operator: 'oscar' });
+    expect(outcome.replayed).toBe(false);
+    if (!outcome.replayed) {
+      expect(outcome.refusal).toContain(`Nothing was started: run ${winner}`);
+      expect(outcome.refusal).toContain(`toolgate get ${first.callId}`);
+    }
+    // The tool ran twice: the call and the one replay that won. The call's latest run is the winner's.
+    expect(await runsOfCall()).toBe(2);
+    expect((await harness.client.temporal.workflow.getHandle(first.callId).describe()).runId).toBe(winner);
+
+    // A replay of the latest run is a new replay, with a request ID of its own.
+    const next = await operations.replay(first.callId, { operator: 'oscar' });
+    expect(next.replayed).toBe(true);
+    if (next.replayed) {
+      expect(next.replacesRunId).toBe(winner);
+      expect((await harness.client.result(first.callId, next.started.runId)).status).toBe('failed');
+    }
+    expect(await runsOfCall()).toBe(3);
+  });
+
   it('bulk-replays 20 failed calls with progress and ends with 20 successes', async () => {
     await rm(harness.tools.paths.configFile, { force: true });
     const tenant = 'bulk-tenant';

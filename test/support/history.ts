@@ -12,6 +12,16 @@ export async function eventTypes(temporal: Client, callId: string): Promise<Arra
   );
 }
 
+/** The names of the call's markers, in order: `core_local_activity`, `core_patch`. */
+export async function markerNames(
+  temporal: Client,
+  callId: string,
+): Promise<Array<string | null | undefined>> {
+  return (await historyEvents(temporal, callId)).flatMap((event) =>
+    event.markerRecordedEventAttributes ? [event.markerRecordedEventAttributes.markerName] : [],
+  );
+}
+
 /** The activity types the call scheduled, in order. */
 export async function scheduledActivityTypes(
   temporal: Client,

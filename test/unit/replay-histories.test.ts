@@ -35,6 +35,10 @@ const requiredPaths: Record<string, readonly string[]> = {
     'irreversible-outcome-unknown',
     'reversible-succeeded',
     'undo',
+    // A valid decision queued behind a forged one at the expiry: before and after the
+    // `decisions-queued-at-expiry` patch (session of 2026-12-04).
+    'approval-queued-at-expiry-before-patch',
+    'approval-queued-at-expiry',
   ],
 };
 const fixtures = Object.entries(requiredPaths).flatMap(([protocol, names]) =>
