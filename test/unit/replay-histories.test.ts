@@ -39,17 +39,30 @@ const requiredPaths: Record<string, readonly string[]> = {
     // `decisions-queued-at-expiry` patch (session of 2026-12-04).
     'approval-queued-at-expiry-before-patch',
     'approval-queued-at-expiry',
+    // The fast path (a readonly tool run as a local activity): recorded with a catalog that has
+    // such a tool, and replayed with its bundle (see `fastPathFixture`).
+    'fast-path-succeeded',
+    'fast-path-denied-invalid-input',
+    'fast-path-failed',
   ],
 };
+/** The example catalog has no fast-path tool: these histories replay with test/support/workflows/fast-path.ts. */
+const fastPathFixture = (name: string) => name.startsWith('fast-path-');
 const fixtures = Object.entries(requiredPaths).flatMap(([protocol, names]) =>
   names.map((name) => ({ protocol, name, id: `${protocol}/${name}` })),
 );
 
 describe('recorded histories replay against the current workflow code', () => {
   let code: string;
+  let fastPathCode: string;
   beforeAll(async () => {
     installRuntimeLogging();
     code = (await bundleToolgateWorkflows()).code;
+    fastPathCode = (
+      await bundleToolgateWorkflows(
+        fileURLToPath(new URL('../support/workflows/fast-path.ts', import.meta.url)),
+      )
+    ).code;
   }, 120_000);
 
   it('has a fixture for every path through the gates, for every protocol', async () => {
@@ -63,17 +76,24 @@ describe('recorded histories replay against the current workflow code', () => {
   });
 
   it('replays every fixture without a nondeterminism error', async () => {
-    const histories = await Promise.all(
-      fixtures.map(async ({ protocol, name, id }) => ({
-        workflowId: id,
-        history: historyFromJSON(JSON.parse(await readFile(`${root}${protocol}/${name}.json`, 'utf8'))),
-      })),
-    );
     const results: Array<{ workflowId: string; error: unknown }> = [];
-    for await (const result of Worker.runReplayHistories({ workflowBundle: { code } }, histories)) {
-      results.push({ workflowId: result.workflowId, error: result.error });
+    for (const [bundle, group] of [
+      [code, fixtures.filter((fixture) => !fastPathFixture(fixture.name))],
+      [fastPathCode, fixtures.filter((fixture) => fastPathFixture(fixture.name))],
+    ] as const) {
+      const histories = await Promise.all(
+        group.map(async ({ protocol, name, id }) => ({
+          workflowId: id,
+          history: historyFromJSON(JSON.parse(await readFile(`${root}${protocol}/${name}.json`, 'utf8'))),
+        })),
+      );
+      for await (const result of Worker.runReplayHistories({ workflowBundle: { code: bundle } }, histories)) {
+        results.push({ workflowId: result.workflowId, error: result.error });
+      }
     }
-    expect(results.map((result) => result.workflowId)).toEqual(fixtures.map((fixture) => fixture.id));
+    expect(results.map((result) => result.workflowId).sort()).toEqual(
+      fixtures.map((fixture) => fixture.id).sort(),
+    );
     expect(
       results
         .filter((result) => result.error)
@@ -127,9 +147,25 @@ describe('a tightened tool schema and the calls recorded before it', () => {
 
   // Protocol 3 records the verdict with the admission; the workflow never validates again.
   it('protocol 3: replays every recorded call, the approval-tier ones included', async () => {
-    // The undo history is a toolUndo workflow, which the tightened bundle does not carry.
-    for (const name of requiredPaths['protocol-3']!.filter((name) => name !== 'undo')) {
+    // The undo history is a toolUndo workflow, which the tightened bundle does not carry, and the
+    // fast-path ones call a tool it does not have.
+    for (const name of requiredPaths['protocol-3']!.filter(
+      (name) => name !== 'undo' && !fastPathFixture(name),
+    )) {
       await replay('protocol-3', name);
     }
+  }, 120_000);
+});
+
+describe('the fast path, replayed against a catalog without its tool', () => {
+  // Pins why the fast-path histories need their own bundle: with the example catalog the tool is
+  // unknown, the workflow denies the call without running anything, and the replay breaks.
+  it('fails the replay of a fast-path call on a bundle whose catalog lacks the tool', async () => {
+    installRuntimeLogging();
+    const { code } = await bundleToolgateWorkflows();
+    const text = await readFile(`${root}protocol-3/fast-path-succeeded.json`, 'utf8');
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { code } }, historyFromJSON(JSON.parse(text)), 'fast'),
+    ).rejects.toThrow(/Nondeterminism|TMPRL1100/);
   }, 120_000);
 });

@@ -1,0 +1,155 @@
+import { rm, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
+import { ToolgateClient } from '../../src/client/toolgate-client.ts';
+import { exampleAllowlist } from '../../src/tools/example-contracts.ts';
+import { bundleToolgateWorkflows, createWorker } from '../../src/worker/create-worker.ts';
+import { fastPathCatalog } from '../support/fast-path-catalog.ts';
+import { createFastPathActivities } from '../support/fast-path-tools.ts';
+import { agent, createHarness, type Harness } from '../support/harness.ts';
+import { eventTypes, markerNames } from '../support/history.ts';
+import { waitFor } from '../support/wait.ts';
+
+/** A worker of the fast-path catalog on the harness's task queue, and a client that knows that catalog. */
+async function startFastPathWorker(
+  harness: Harness,
+  connection: NativeConnection,
+  allow?: readonly string[],
+): Promise<{ client: ToolgateClient; worker: Worker; running: Promise<void> }> {
+  const client = new ToolgateClient({
+    client: harness.temporal,
+    taskQueue: harness.taskQueue,
+    catalog: fastPathCatalog,
+  });
+  const { code } = await bundleToolgateWorkflows(
+    fileURLToPath(new URL('../support/workflows/fast-path.ts', import.meta.url)),
+  );
+  const keys = await loadOrCreateApprovalKeys(`${harness.dataDir}/keys`);
+  const worker = await createWorker({
+    connection,
+    taskQueue: harness.taskQueue,
+    activities: createFastPathActivities(harness.tools, {
+      approvalPublicKeys: [keys.publicKey],
+      ...(allow ? { allow } : {}),
+    }),
+    workflowBundle: { code },
+  });
+  return { client, worker, running: worker.run() };
+}
+
+/**
+ * The fast path: a readonly tool with `fastPath: true` runs as a local activity inside the call's
+ * first workflow task. Same gates, same outcomes as the regular path; no activity task.
+ */
+describe('the fast path (a readonly tool run as a local activity)', () => {
+  let harness: Harness;
+  let connection: NativeConnection;
+  let client: ToolgateClient;
+  const workers: Array<{ worker: Worker; running: Promise<void> }> = [];
+
+  beforeAll(async () => {
+    harness = await createHarness({ startWorker: false });
+    connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+    const started = await startFastPathWorker(harness, connection);
+    client = started.client;
+    workers.push(started);
+  }, 120_000);
+  afterAll(async () => {
+    for (const { worker } of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+    await Promise.all(workers.map((entry) => entry.running));
+    await connection?.close();
+    await harness?.close();
+  });
+
+  const logged = async (callId: string, event: string) =>
+    (await harness.readLines(harness.tools.paths.executionsFile)).filter(
+      (line) => line['callId'] === callId && line['event'] === event,
+    );
+  const reads = (callId: string) => logged(callId, 'read');
+
+  it('runs the tool inside the first workflow task: no activity task, one local activity', async () => {
+    const record = await client.call({ tool: 'read_config_fast', input: { name: 'region' } }, agent);
+    expect(record).toMatchObject({
+      status: 'succeeded',
+      effect: 'none',
+      tier: 'readonly',
+      output: { name: 'region', value: 'eu-west' },
+      attempts: 1,
+    });
+    expect(record.transitions.map((transition) => transition.status)).toEqual([
+      'pending',
+      'running',
+      'succeeded',
+    ]);
+    const events = await eventTypes(harness.temporal, record.callId);
+    expect(events).not.toContain('activityTaskScheduledEventAttributes');
+    expect(events.filter((event) => event === 'workflowTaskCompletedEventAttributes')).toHaveLength(1);
+    expect(await markerNames(harness.temporal, record.callId)).toEqual(['core_local_activity']);
+    expect(await reads(record.callId)).toHaveLength(1);
+  });
+
+  it('refuses invalid arguments before the tool, and runs nothing', async () => {
+    const record = await client.call({ tool: 'read_config_fast', input: { name: '../etc/passwd' } }, agent);
+    expect(record).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none', attempts: 0 });
+    expect(record.message).toMatch(/^Invalid arguments: name: /);
+    expect(await reads(record.callId)).toEqual([]);
+  });
+
+  it('records a failure the tool vouches for as failed with effect none, not retried', async () => {
+    const record = await client.call({ tool: 'read_config_fast', input: { name: 'no-such-setting' } }, agent);
+    expect(record).toMatchObject({ status: 'failed', reason: 'TOOL_FAILED', effect: 'none', attempts: 1 });
+    expect(record.message).toBe('There is no setting named no-such-setting.');
+    expect(await reads(record.callId)).toHaveLength(1);
+  });
+
+  it('retries a retryable failure as a local activity, and succeeds once the tool can', async () => {
+    await rm(harness.tools.paths.configFile, { force: true });
+    const started = await client.start({ tool: 'read_config_fast', input: { name: 'region' } }, agent);
+    try {
+      // The first attempt finds no configuration (retryable); the file is back before a later one.
+      await waitFor(
+        async () => ((await logged(started.callId, 'unavailable')).length > 0 ? true : undefined),
+        {
+          what: 'a first attempt that finds no configuration',
+          intervalMs: 5,
+        },
+      );
+    } finally {
+      await writeFile(harness.tools.paths.configFile, JSON.stringify({ region: 'eu-west' }));
+    }
+    const record = await client.result(started.callId);
+    expect(record).toMatchObject({ status: 'succeeded', output: { name: 'region', value: 'eu-west' } });
+    expect(record.attempts).toBeGreaterThan(1);
+    expect(await reads(record.callId)).toHaveLength(1);
+  });
+});
+
+describe('the fast path, with its tool left off the allowlist', () => {
+  let harness: Harness;
+  let connection: NativeConnection;
+  let worker: Worker;
+  let running: Promise<void>;
+  let client: ToolgateClient;
+  beforeAll(async () => {
+    harness = await createHarness({ startWorker: false });
+    connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+    ({ client, worker, running } = await startFastPathWorker(harness, connection, exampleAllowlist));
+  }, 120_000);
+  afterAll(async () => {
+    if (worker?.getState() === 'RUNNING') worker.shutdown();
+    await running;
+    await connection?.close();
+    await harness?.close();
+  });
+
+  it('denies the call as NOT_ALLOWED, and the tool never runs', async () => {
+    const record = await client.call({ tool: 'read_config_fast', input: { name: 'region' } }, agent);
+    expect(record).toMatchObject({ status: 'denied', reason: 'NOT_ALLOWED', effect: 'none', attempts: 0 });
+    const reads = (await harness.readLines(harness.tools.paths.executionsFile)).filter(
+      (line) => line['callId'] === record.callId,
+    );
+    expect(reads).toEqual([]);
+  });
+});
