@@ -12,6 +12,7 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  sleep,
   TimeoutFailure,
   upsertSearchAttributes,
   workflowInfo,
@@ -114,6 +115,12 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
       if (pendingDecisions.length >= maxPendingDecisions) {
         record.refusedDecisionsDropped = (record.refusedDecisionsDropped ?? 0) + 1;
         record.decisionsDroppedUnread = (record.decisionsDroppedUnread ?? 0) + 1;
+        const { nonce } = describeClaim(payload);
+        if (nonce !== undefined) {
+          record.droppedUnreadNonces = [...(record.droppedUnreadNonces ?? []), nonce].slice(
+            -maxDroppedNonces,
+          );
+        }
         return;
       }
       if (decided) {
@@ -164,7 +171,7 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
     const deny = (reason: ReasonCode, message?: string): never => close('denied', reason, 'none', message);
 
     let contract: ToolContract | undefined;
-    /** Whether decisions still queued at the expiry are checked (see `decisionsQueuedAtExpiryPatch`). */
+    /** Whether the approval wait is `awaitDecisionUntilExpiry` (see `decisionsQueuedAtExpiryPatch`). */
     let checkQueuedAtExpiry = false;
     let admission: AdmitDecision | undefined;
     let admitting = false;
@@ -270,7 +277,9 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
           ...(preview !== undefined ? { preview } : {}),
         };
         transition('awaiting_approval');
-        const claims = await awaitDecision(approvers, expiresAtMs);
+        const claims = checkQueuedAtExpiry
+          ? await awaitDecisionUntilExpiry(approvers, expiresAtMs)
+          : await awaitDecision(approvers, expiresAtMs);
         decided = true;
         record.approval.decidedBy = claims.approver;
         record.approval.decision = claims.decision;
@@ -355,11 +364,7 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
         const remainingMs = expiresAtMs - Date.now();
         let arrived: boolean;
         try {
-          // A decision already queued when the call reaches its expiry is still checked: checking
-          // the one ahead of it (a forged one, say) may have run past the expiry.
-          arrived =
-            (remainingMs <= 0 && pendingDecisions.length > 0 && checkQueuedAtExpiry) ||
-            (remainingMs > 0 && (await condition(() => pendingDecisions.length > 0, remainingMs)));
+          arrived = remainingMs > 0 && (await condition(() => pendingDecisions.length > 0, remainingMs));
         } catch (error) {
           if (isCancellation(error))
             return deny('CANCELLED', 'The call was cancelled while it waited for approval; nothing ran.');
@@ -371,31 +376,110 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
             `${reasonCodes.APPROVAL_EXPIRED.meaning} ${reasonCodes.APPROVAL_EXPIRED.nextStep}`,
           );
         }
-        const payload = pendingDecisions.shift();
-        const verdict = await policy.verifyDecision({
-          payload,
-          callId: record.callId,
-          runId: record.runId,
-          fingerprint: record.fingerprint,
-          requester: record.principal,
-          approvers,
-        });
-        if (verdict.accepted && !seenNonces.has(verdict.claims.nonce)) {
-          seenNonces.add(verdict.claims.nonce);
-          record.approval!.decisionNonce = verdict.claims.nonce;
-          return verdict.claims;
-        }
-        const refusal = verdict.accepted
-          ? { ...describeClaim(payload), reason: 'this signed decision was already used' }
-          : {
-              ...describeClaim(payload),
-              ...(verdict.nonce ? { nonce: verdict.nonce } : {}),
-              reason: verdict.reason,
-            };
-        if (refusal.nonce) seenNonces.add(refusal.nonce);
-        recordRefusal({ at: now(), ...refusal });
-        log.warn('approval decision refused', { callId: record.callId, ...refusal });
+        const claims = await checkNextDecision(approvers, seenNonces);
+        if (claims) return claims;
       }
+    }
+
+    /**
+     * The approval wait of calls started since the `decisions-queued-at-expiry` patch. The expiry is
+     * one timer for the whole wait, so whether the call has expired is an event in its history,
+     * never a clock read after a local activity (whose time a replay may see a workflow task
+     * earlier). The decisions already queued when it expires are still checked, since checking
+     * the one ahead of them (a forged one, say) may have run past it; those that arrive later are
+     * not, so a stream of signals cannot hold the call open, and a decision signed after the
+     * expiry never counts.
+     */
+    async function awaitDecisionUntilExpiry(
+      approvers: readonly string[],
+      expiresAtMs: number,
+    ): Promise<DecisionClaims> {
+      const seenNonces = new Set<string>();
+      let expired = false;
+      const expiry = new CancellationScope();
+      void expiry
+        .run(() => sleep(Math.max(1, expiresAtMs - Date.now())))
+        .then(
+          () => {
+            expired = true;
+          },
+          () => undefined,
+        );
+      let leftAfterExpiry: number | undefined;
+      try {
+        for (;;) {
+          if (!expired) {
+            try {
+              await condition(() => expired || pendingDecisions.length > 0);
+            } catch (error) {
+              if (isCancellation(error))
+                return deny('CANCELLED', 'The call was cancelled while it waited for approval; nothing ran.');
+              throw error;
+            }
+          }
+          if (expired) {
+            leftAfterExpiry ??= pendingDecisions.length;
+            if (leftAfterExpiry === 0) {
+              return deny(
+                'APPROVAL_EXPIRED',
+                `${reasonCodes.APPROVAL_EXPIRED.meaning} ${reasonCodes.APPROVAL_EXPIRED.nextStep}`,
+              );
+            }
+            leftAfterExpiry--;
+          }
+          const claims = await checkNextDecision(approvers, seenNonces, () =>
+            expired ? expiresAtMs : undefined,
+          );
+          if (claims) return claims;
+        }
+      } finally {
+        expiry.cancel();
+      }
+    }
+
+    /**
+     * Checks the oldest queued decision: its claims if it counts, or undefined once its refusal is
+     * recorded. `signedBy` gives, once the call has expired, the time a counting decision must have
+     * been signed by.
+     */
+    async function checkNextDecision(
+      approvers: readonly string[],
+      seenNonces: Set<string>,
+      signedBy: () => number | undefined = () => undefined,
+    ): Promise<DecisionClaims | undefined> {
+      const payload = pendingDecisions.shift();
+      const verdict = await policy.verifyDecision({
+        payload,
+        callId: record.callId,
+        runId: record.runId,
+        fingerprint: record.fingerprint,
+        requester: record.principal,
+        approvers,
+      });
+      const deadline = signedBy();
+      const late =
+        verdict.accepted && deadline !== undefined && Date.parse(verdict.claims.issuedAt) > deadline;
+      if (verdict.accepted && !late && !seenNonces.has(verdict.claims.nonce)) {
+        seenNonces.add(verdict.claims.nonce);
+        record.approval!.decisionNonce = verdict.claims.nonce;
+        return verdict.claims;
+      }
+      const refusal = verdict.accepted
+        ? {
+            ...describeClaim(payload),
+            reason: late
+              ? 'the decision was signed after the call expired'
+              : 'this signed decision was already used',
+          }
+        : {
+            ...describeClaim(payload),
+            ...(verdict.nonce ? { nonce: verdict.nonce } : {}),
+            reason: verdict.reason,
+          };
+      if (refusal.nonce) seenNonces.add(refusal.nonce);
+      recordRefusal({ at: now(), ...refusal });
+      log.warn('approval decision refused', { callId: record.callId, ...refusal });
+      return undefined;
     }
 
     /** What the execution activity gets: the checked input, the tier's key, and its deadline. */
@@ -527,12 +611,14 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
 const maxPendingDecisions = 50;
 
 /**
- * The patch under which decisions still queued when an approval-tier call expires are checked (see
- * awaitDecision); before it, such a call expired with a valid decision unread. Its marker is set in
- * the first workflow task of every approval-tier call started since.
+ * The patch under which an approval-tier call waits with `awaitDecisionUntilExpiry`: decisions still
+ * queued when it expires are checked, later ones are not, and one signed after the expiry never
+ * counts. Before it (`awaitDecision`), such a call expired with a valid decision unread. Its marker
+ * is set in the first workflow task of approval-tier calls, once the tool is looked up.
  */
 export const decisionsQueuedAtExpiryPatch = 'decisions-queued-at-expiry';
 const maxRecordedRefusals = 100;
+const maxDroppedNonces = 20;
 
 /**
  * The failure a Temporal worker reports for an activity type it does not register. The type alone

@@ -79,8 +79,8 @@ export interface DecisionOutcome {
   readonly accepted: boolean;
   /**
    * `delivered` means the worker had not processed it within the wait. `dropped` means the call
-   * dropped decisions unread in that time (its queue was flooded) and this one was not seen: it
-   * most likely did not count, and can be sent again.
+   * says it dropped this decision unread (its queue of decisions to check was flooded): it did not
+   * count, and can be sent again.
    */
   readonly state: 'accepted' | 'refused' | 'delivered' | 'dropped' | 'closed';
   readonly reason?: string;
@@ -528,25 +528,32 @@ export class ToolgateClient {
       );
       pauseMs = Math.min(pauseMs * 2, 400);
     }
-    // A worker answered, but this decision was neither taken nor refused, and the call dropped
-    // decisions unread: a queue full of other signals is the likelier reason than a slow worker.
+    // Neither taken nor refused in time. The call names the last decisions it dropped unread
+    // because its queue was full; the nonce is only claimed there, so this is judged at the end of
+    // the wait, after the record had every chance to show this decision taken or refused.
     const droppedUnread = lastSeen?.decisionsDroppedUnread ?? 0;
-    if (droppedUnread > 0 && lastSeen?.status === 'awaiting_approval') {
+    const flood =
+      `the call's queue of decisions to check was full (${droppedUnread} dropped unread so far): someone is ` +
+      "flooding it with signals; find out who can signal workflows in the call's namespace";
+    if (
+      typeof nonce === 'string' &&
+      lastSeen?.status === 'awaiting_approval' &&
+      lastSeen.droppedUnreadNonces?.includes(nonce)
+    ) {
       return {
         accepted: false,
         state: 'dropped',
-        reason:
-          `the call dropped ${droppedUnread} decision${droppedUnread === 1 ? '' : 's'} unread because its queue of decisions ` +
-          'to check was full: someone is flooding it with signals. This decision was most likely one of them and did ' +
-          'not count. Send it again once the flood stops (a decision never counts twice), and find out who can ' +
-          "signal workflows in the call's namespace",
+        reason: `this decision was dropped unread and did not count. ${flood}. Send it again once the flood stops (a decision never counts twice)`,
         record: lastSeen,
       };
     }
     return {
       accepted: false,
       state: 'delivered',
-      reason: 'no worker processed the decision in time; check again with get()',
+      reason:
+        droppedUnread > 0
+          ? `no worker processed the decision in time, and ${flood}. Check with get() whether it counted, and send it again if not`
+          : 'no worker processed the decision in time; check again with get()',
     };
   }
 

@@ -118,6 +118,12 @@ export interface CallRecord {
    * was full (a flood of signals). A valid decision among them did not count: it must be sent again.
    */
   decisionsDroppedUnread?: number;
+  /**
+   * The claimed nonces of the last decisions dropped unread (at most 20), so an approver's client
+   * can tell that its own decision was one of them. Claimed, not verified: anyone who can signal
+   * can put a nonce here.
+   */
+  droppedUnreadNonces?: string[];
   approval?: ApprovalState;
   replay?: ReplayInfo;
   undo?: UndoInfo;

@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Client, type ClientOptions } from '@temporalio/client';
+import { Client, type ClientOptions, type WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import type { CallRecord } from '../../src/contracts/call-record.ts';
@@ -622,8 +622,14 @@ describe('the five gates against a real dev server', () => {
       }
       const dropped = await outcome;
       expect(dropped).toMatchObject({ accepted: false, state: 'dropped' });
-      expect(dropped?.reason).toContain('dropped 11 decisions unread');
+      expect(dropped?.reason).toMatch(/^this decision was dropped unread and did not count\. /);
+      expect(dropped?.reason).toContain('(11 dropped unread so far)');
       expect(dropped?.record).toMatchObject({ status: 'awaiting_approval', decisionsDroppedUnread: 11 });
+      // The last 20 dropped nonces at most: here all 11, the ten forged ones and the valid one last.
+      expect(dropped?.record?.droppedUnreadNonces).toHaveLength(11);
+      expect(dropped?.record?.droppedUnreadNonces?.slice(0, 10)).toEqual(
+        Array.from({ length: 10 }, (_, index) => `flood-${50 + index}`),
+      );
       expect(dropped?.record?.approval?.decisionNonce).toBeUndefined();
 
       // Once the queue has drained, the same approver's decision, sent again, counts.
@@ -676,15 +682,16 @@ describe('approval expiry', () => {
 describe('approval expiry with decisions queued', () => {
   let harness: Harness;
   beforeAll(async () => {
-    // Long enough to stop the worker and send two decisions before the call expires.
+    // Long enough to stop the worker and send two decisions before the call expires, on a busy machine.
     harness = await createHarness({
-      policy: { allow: ['transfer_funds'], approvals: { transfer_funds: { expiresAfterMs: 4_000 } } },
+      policy: { allow: ['transfer_funds'], approvals: { transfer_funds: { expiresAfterMs: 10_000 } } },
     });
   });
   afterAll(async () => harness?.close());
 
-  it('still checks a valid decision queued behind a forged one when checking that ran past the expiry', async () => {
-    const started = await harness.client.start(transfer('t-queued-at-expiry'), agent);
+  /** Starts a transfer and returns it with the time it expires, once it waits for approval. */
+  const startWaiting = async (reference: string) => {
+    const started = await harness.client.start(transfer(reference), agent);
     const waiting = await waitFor(
       async () => {
         const record = await harness.client.get(started.callId);
@@ -692,29 +699,35 @@ describe('approval expiry with decisions queued', () => {
       },
       { what: 'awaiting_approval' },
     );
+    const expiresAt = Date.parse(waiting.approval?.expiresAt ?? '');
+    expect(Number.isFinite(expiresAt)).toBe(true);
+    return { started, expiresAt, handle: harness.temporal.workflow.getHandle(started.callId) };
+  };
+  /** Waits until `count` decisions have reached the server (the worker is stopped meanwhile). */
+  const signalsArrived = (handle: WorkflowHandle, count: number) =>
+    waitFor(
+      async () => {
+        const events = (await handle.fetchHistory()).events ?? [];
+        return events.filter((event) => event.workflowExecutionSignaledEventAttributes).length === count
+          ? true
+          : undefined;
+      },
+      { what: `${count} decision(s) to reach the server` },
+    );
+
+  it('still checks a valid decision queued behind a forged one when checking that ran past the expiry', async () => {
+    const { started, expiresAt, handle } = await startWaiting('t-queued-at-expiry');
     // With the worker stopped, a forged decision and then a valid one arrive before the expiry,
     // and the worker sees them only after it: the forged one is checked first, past the expiry.
     await harness.stopWorker();
     let outcome: ReturnType<ToolgateClient['approve']> | undefined;
     try {
-      const handle = harness.temporal.workflow.getHandle(started.callId);
       await handle.signal(decisionSignal, {
         claims: { decision: 'approve', approver: 'alice', nonce: 'forged-at-expiry' },
         signature: 'AAAA',
       });
       outcome = harness.client.approve(started.callId, { approver: 'alice', runId: started.runId });
-      await waitFor(
-        async () => {
-          const history = await handle.fetchHistory();
-          const signals = (history.events ?? []).filter(
-            (event) => event.workflowExecutionSignaledEventAttributes,
-          );
-          return signals.length === 2 ? true : undefined;
-        },
-        { what: 'both decisions to reach the server' },
-      );
-      const expiresAt = Date.parse(waiting.approval?.expiresAt ?? '');
-      expect(Number.isFinite(expiresAt)).toBe(true);
+      await signalsArrived(handle, 2);
       expect(Date.now()).toBeLessThan(expiresAt);
       await new Promise((resolve) => setTimeout(resolve, expiresAt - Date.now() + 300));
     } finally {
@@ -726,5 +739,29 @@ describe('approval expiry with decisions queued', () => {
     expect(record.refusedDecisions.map((entry) => entry.nonce)).toEqual(['forged-at-expiry']);
     const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
     expect(ledger.filter((line) => line['reference'] === 't-queued-at-expiry')).toHaveLength(1);
+  });
+
+  it('refuses a decision signed after the expiry, even when the worker reads it with the expiry', async () => {
+    const { started, expiresAt, handle } = await startWaiting('t-signed-late');
+    // The worker is away over the expiry, and the approval is signed after it: the worker then
+    // reads the decision and the expiry's timer in the same workflow task.
+    await harness.stopWorker();
+    let outcome: ReturnType<ToolgateClient['approve']> | undefined;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt - Date.now()) + 1_500));
+      outcome = harness.client.approve(started.callId, { approver: 'alice', runId: started.runId });
+      await signalsArrived(handle, 1);
+    } finally {
+      await harness.startWorker();
+    }
+    expect(await outcome).toMatchObject({
+      accepted: false,
+      state: 'refused',
+      reason: 'the decision was signed after the call expired',
+    });
+    const record = await harness.client.result(started.callId);
+    expect(record).toMatchObject({ status: 'denied', reason: 'APPROVAL_EXPIRED', effect: 'none' });
+    const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
+    expect(ledger.filter((line) => line['reference'] === 't-signed-late')).toHaveLength(0);
   });
 });

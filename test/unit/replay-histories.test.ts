@@ -39,6 +39,7 @@ const requiredPaths: Record<string, readonly string[]> = {
     // `decisions-queued-at-expiry` patch (session of 2026-12-04).
     'approval-queued-at-expiry-before-patch',
     'approval-queued-at-expiry',
+    'approval-signed-after-expiry',
     // The fast path (a readonly tool run as a local activity): recorded with a catalog that has
     // such a tool, and replayed with its bundle (see `fastPathFixture`).
     'fast-path-succeeded',
