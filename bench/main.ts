@@ -78,6 +78,9 @@ Speed never fails the run; the exit code is 1 when any call of any variant faile
   --waiting-levels 1000,5000,10000
                              waiting approval-tier calls in the scale phase
   --waiting-cache 100        the worker's workflow cache size in the scale phase
+  --waiting-prefill 10000    before any call waits, start and approve this many approval-tier calls
+                             and measure C again: none waiting, but a database that holds them
+                             closed (separates "calls waiting" from "a bigger database"; default 0)
   --sqlite-pragma k=v        repeatable; replaces the default journal_mode=wal, synchronous=off
   --dynamic-config k=v       repeatable; extra dynamic config for the dev server
   --worker-tuning JSON       worker options, e.g. '{"maxCachedWorkflows":200}'
@@ -120,6 +123,7 @@ function parseOptions() {
         scale: { type: 'string' },
         'cpu-profile': { type: 'string' },
         'waiting-cache': { type: 'string' },
+        'waiting-prefill': { type: 'string' },
         order: { type: 'string', default: 'shuffled' },
         seed: { type: 'string' },
         'busy-ms': { type: 'string' },
@@ -156,6 +160,7 @@ interface BenchSettings {
   readonly waitingLevels: number[] | undefined;
   readonly repetitions: number | undefined;
   readonly waitingCache: number | undefined;
+  readonly waitingPrefill: number;
   readonly scale: number;
   readonly openRate: number | undefined;
   readonly workerTuning: Record<string, unknown>;
@@ -228,6 +233,7 @@ function checkOptions(values: ReturnType<typeof parseOptions>): BenchSettings {
     waitingLevels: positiveList('waiting-levels', values['waiting-levels']),
     repetitions: positiveNumber('repetitions', values.repetitions, { integer: true }),
     waitingCache: positiveNumber('waiting-cache', values['waiting-cache'], { integer: true }),
+    waitingPrefill: positiveNumber('waiting-prefill', values['waiting-prefill'], { integer: true }) ?? 0,
     scale: positiveNumber('scale', values.scale) ?? 1,
     openRate: positiveNumber('open-rate', values['open-rate']),
     workerTuning: workerTuning as Record<string, unknown>,
@@ -287,6 +293,7 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
       waiting: {
         levels: waitingLevels ?? [50],
         cacheSize: 10,
+        prefill: options.waitingPrefill,
         resumeSamples: 3,
         callOperations: 10,
         callConcurrency: 2,
@@ -321,6 +328,7 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
     waiting: {
       levels: waitingLevels ?? [1_000, 5_000, 10_000],
       cacheSize: options.waitingCache ?? 100,
+      prefill: options.waitingPrefill,
       resumeSamples: 20,
       callOperations: 1_200,
       callConcurrency: 4,

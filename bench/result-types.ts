@@ -136,6 +136,15 @@ export interface WaitingPhaseResult {
   readonly callWhileWaiting: LatencySummary;
   /** C again once every waiting call has closed: separates "calls waiting" from "a bigger database". */
   readonly callAfterDrain: LatencySummary;
+  /**
+   * With `--waiting-prefill N`: C measured after N approval-tier calls were started and approved,
+   * before any call waits. None waiting, but the database holds N more closed calls.
+   */
+  readonly prefill?: {
+    readonly calls: number;
+    readonly secondsToStartAndApprove: number;
+    readonly callAfterPrefill: LatencySummary;
+  };
   readonly approvedCalls: number;
   readonly secondsToApproveAll: number;
   readonly approvalsPerSecond: number;

@@ -86,6 +86,8 @@ export interface RunnerConfig {
   readonly waiting: {
     readonly levels: readonly number[];
     readonly cacheSize: number;
+    /** Approval-tier calls started and approved before any call waits (`--waiting-prefill`). */
+    readonly prefill: number;
     readonly resumeSamples: number;
     readonly callOperations: number;
     readonly callConcurrency: number;
@@ -835,6 +837,66 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
       throw new Error(`fewer than ${expected} calls reached awaiting_approval within 10 minutes`);
     };
 
+    const approve = async (call: Waiting) => {
+      const claims = decisionClaims({
+        callId: call.callId,
+        runId: call.runId,
+        decision: 'approve',
+        approver: 'bench-approver',
+        approverKind: 'human',
+        roles: ['finance'],
+        fingerprint: call.fingerprint,
+      });
+      const handle = temporal.workflow.getHandle(call.callId);
+      await handle.signal(decisionSignal, signer.sign(claims));
+      const record = await toolgate.result(call.callId);
+      expectSucceeded(record, 'approved call');
+    };
+
+    let approvalErrors = 0;
+    let firstError: string | undefined;
+    const approveAll = async (calls: readonly Waiting[], label: string) => {
+      const startedAt = performance.now();
+      let approved = 0;
+      await forEachLimited(calls, settings.approveConcurrency, async (call) => {
+        try {
+          await approve(call);
+        } catch (error) {
+          approvalErrors++;
+          firstError ??= error instanceof Error ? error.message : String(error);
+        }
+        if (++approved % 1000 === 0) {
+          const seconds = (performance.now() - startedAt) / 1000;
+          progress(`${label}: approved ${approved}/${calls.length} (${Math.round(approved / seconds)}/s)`);
+        }
+      });
+      return round((performance.now() - startedAt) / 1000, 2);
+    };
+
+    // With --waiting-prefill: the same number of calls again, closed before any call waits, so that
+    // C is measured against a database as big as the one it meets later, with none waiting.
+    let prefill: WaitingPhaseResult['prefill'];
+    if (settings.prefill > 0) {
+      const startedAt = performance.now();
+      const closing: Waiting[] = [];
+      await forEachLimited(
+        Array.from({ length: settings.prefill }, () => randomUUID()),
+        settings.startConcurrency,
+        async (reference) => {
+          closing.push(await startWaiting(reference));
+          if (closing.length % 1000 === 0) progress(`prefill: started ${closing.length}/${settings.prefill}`);
+        },
+      );
+      await waitForAwaiting(settings.prefill);
+      await approveAll(closing, 'prefill');
+      const secondsToStartAndApprove = round((performance.now() - startedAt) / 1000, 2);
+      const callAfterPrefill = summarize(await measureC());
+      progress(
+        `C after ${settings.prefill} calls closed, none waiting: p50 ${callAfterPrefill.p50Ms} ms, p99 ${callAfterPrefill.p99Ms} ms`,
+      );
+      prefill = { calls: settings.prefill, secondsToStartAndApprove, callAfterPrefill };
+    }
+
     const levels: WaitingLevel[] = [];
     for (const level of settings.levels) {
       const startedAt = performance.now();
@@ -863,22 +925,6 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
       levels.push(entry);
       progress(`${level} waiting: ${JSON.stringify(entry)}`);
     }
-
-    const approve = async (call: Waiting) => {
-      const claims = decisionClaims({
-        callId: call.callId,
-        runId: call.runId,
-        decision: 'approve',
-        approver: 'bench-approver',
-        approverKind: 'human',
-        roles: ['finance'],
-        fingerprint: call.fingerprint,
-      });
-      const handle = temporal.workflow.getHandle(call.callId);
-      await handle.signal(decisionSignal, signer.sign(claims));
-      const record = await toolgate.result(call.callId);
-      expectSucceeded(record, 'approved call');
-    };
 
     // Resume latency: a call approved right after it started is in the worker's cache; one of the
     // oldest calls was evicted long ago (the cache holds `cacheSize`), so its history is replayed.
@@ -909,23 +955,7 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
       `C with ${waiting.length} waiting: p50 ${callWhileWaiting.p50Ms} ms, p99 ${callWhileWaiting.p99Ms} ms`,
     );
 
-    let approvalErrors = 0;
-    let firstError: string | undefined;
-    const approveStartedAt = performance.now();
-    let approved = 0;
-    await forEachLimited(waiting, settings.approveConcurrency, async (call) => {
-      try {
-        await approve(call);
-      } catch (error) {
-        approvalErrors++;
-        firstError ??= error instanceof Error ? error.message : String(error);
-      }
-      if (++approved % 1000 === 0) {
-        const seconds = (performance.now() - approveStartedAt) / 1000;
-        progress(`approved ${approved}/${waiting.length} (${Math.round(approved / seconds)}/s)`);
-      }
-    });
-    const secondsToApproveAll = round((performance.now() - approveStartedAt) / 1000, 2);
+    const secondsToApproveAll = await approveAll(waiting, 'drain');
     progress(`approved ${waiting.length} in ${secondsToApproveAll} s`);
     const callAfterDrain = summarize(await measureC());
 
@@ -937,6 +967,7 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
       callUnloaded,
       callWhileWaiting,
       callAfterDrain,
+      ...(prefill ? { prefill } : {}),
       approvedCalls: waiting.length,
       secondsToApproveAll,
       approvalsPerSecond: round(waiting.length / Math.max(0.001, secondsToApproveAll)),
