@@ -358,6 +358,17 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
     }
     return record;
 
+    function denyCancelledWhileWaiting(): never {
+      return deny('CANCELLED', 'The call was cancelled while it waited for approval; nothing ran.');
+    }
+
+    function denyExpired(): never {
+      return deny(
+        'APPROVAL_EXPIRED',
+        `${reasonCodes.APPROVAL_EXPIRED.meaning} ${reasonCodes.APPROVAL_EXPIRED.nextStep}`,
+      );
+    }
+
     async function awaitDecision(approvers: readonly string[], expiresAtMs: number): Promise<DecisionClaims> {
       const seenNonces = new Set<string>();
       for (;;) {
@@ -366,15 +377,11 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
         try {
           arrived = remainingMs > 0 && (await condition(() => pendingDecisions.length > 0, remainingMs));
         } catch (error) {
-          if (isCancellation(error))
-            return deny('CANCELLED', 'The call was cancelled while it waited for approval; nothing ran.');
+          if (isCancellation(error)) return denyCancelledWhileWaiting();
           throw error;
         }
         if (!arrived) {
-          return deny(
-            'APPROVAL_EXPIRED',
-            `${reasonCodes.APPROVAL_EXPIRED.meaning} ${reasonCodes.APPROVAL_EXPIRED.nextStep}`,
-          );
+          return denyExpired();
         }
         const claims = await checkNextDecision(approvers, seenNonces);
         if (claims) return claims;
@@ -412,18 +419,14 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
             try {
               await condition(() => expired || pendingDecisions.length > 0);
             } catch (error) {
-              if (isCancellation(error))
-                return deny('CANCELLED', 'The call was cancelled while it waited for approval; nothing ran.');
+              if (isCancellation(error)) return denyCancelledWhileWaiting();
               throw error;
             }
           }
           if (expired) {
             leftAfterExpiry ??= pendingDecisions.length;
             if (leftAfterExpiry === 0) {
-              return deny(
-                'APPROVAL_EXPIRED',
-                `${reasonCodes.APPROVAL_EXPIRED.meaning} ${reasonCodes.APPROVAL_EXPIRED.nextStep}`,
-              );
+              return denyExpired();
             }
             leftAfterExpiry--;
           }
@@ -557,6 +560,16 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
         failure instanceof TimeoutFailure ||
         (failure instanceof ApplicationFailure && failure.type === ToolFailureType.timeout)
       ) {
+        if (CancellationScope.current().consideredCancelled) {
+          // The caller cancelled, and the tool ignored its signal until the executor's deadline:
+          // the call ends as the caller asked (never retried), and says the tool did not stop.
+          return close(
+            'cancelled',
+            lasting ? 'OUTCOME_UNKNOWN' : 'CANCELLED',
+            unsettled,
+            lasting ? cancelIgnoredUnknownMessage : cancelIgnoredMessage,
+          );
+        }
         return close(
           'timeout',
           lasting ? 'OUTCOME_UNKNOWN' : 'TIMEOUT',
@@ -639,6 +652,10 @@ const timeoutUnknownMessage =
   'The tool did not finish before its deadline and may have acted. Do not repeat it; check the current state first.';
 const cancelledUnknownMessage =
   'The call was cancelled while the tool ran, so it may have acted. Do not repeat it; check the current state first.';
+const cancelIgnoredMessage =
+  'The call was cancelled. The tool did not stop when asked, so the executor stopped waiting for it at its deadline.';
+const cancelIgnoredUnknownMessage =
+  'The call was cancelled, but the tool did not stop when asked and had not finished by its deadline, so it may have acted. Do not repeat it; check the current state first.';
 
 /**
  * DESIGN §4: a key is released only when no side effect can have happened, or when the tier is safe

@@ -157,7 +157,7 @@ const startAnswers = new AsyncLocalStorage<StartAnswer>();
  * The request ID of every replay of one run. The run ID is unique to the workflow ID, and the
  * server compares request IDs per workflow ID, so the run ID alone names the replay.
  */
-export function replayRequestId(replacesRunId: string): string {
+function replayRequestId(replacesRunId: string): string {
   return `toolgate-replay-of-${replacesRunId}`;
 }
 

@@ -1,40 +1,22 @@
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
-import { ToolgateClient } from '../../src/client/toolgate-client.ts';
+import type { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import { exampleAllowlist } from '../../src/tools/example-contracts.ts';
-import { bundleToolgateWorkflows, createWorker } from '../../src/worker/create-worker.ts';
+import { type CatalogWorker, startCatalogWorker } from '../support/catalog-worker.ts';
 import { fastPathCatalog } from '../support/fast-path-catalog.ts';
 import { createFastPathActivities, firstAttemptFails } from '../support/fast-path-tools.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { eventTypes, markerNames } from '../support/history.ts';
 
 /** A worker of the fast-path catalog on the harness's task queue, and a client that knows that catalog. */
-async function startFastPathWorker(
-  harness: Harness,
-  connection: NativeConnection,
-  allow?: readonly string[],
-): Promise<{ client: ToolgateClient; worker: Worker; running: Promise<void> }> {
-  const client = new ToolgateClient({
-    client: harness.temporal,
-    taskQueue: harness.taskQueue,
+function startFastPathWorker(harness: Harness, connection: NativeConnection, allow?: readonly string[]) {
+  return startCatalogWorker(harness, connection, {
+    workflows: fileURLToPath(new URL('../support/workflows/fast-path.ts', import.meta.url)),
     catalog: fastPathCatalog,
+    activities: (approvalPublicKeys) =>
+      createFastPathActivities(harness.tools, { approvalPublicKeys, ...(allow ? { allow } : {}) }),
   });
-  const { code } = await bundleToolgateWorkflows(
-    fileURLToPath(new URL('../support/workflows/fast-path.ts', import.meta.url)),
-  );
-  const keys = await loadOrCreateApprovalKeys(`${harness.dataDir}/keys`);
-  const worker = await createWorker({
-    connection,
-    taskQueue: harness.taskQueue,
-    activities: createFastPathActivities(harness.tools, {
-      approvalPublicKeys: [keys.publicKey],
-      ...(allow ? { allow } : {}),
-    }),
-    workflowBundle: { code },
-  });
-  return { client, worker, running: worker.run() };
 }
 
 /**
@@ -45,18 +27,16 @@ describe('the fast path (a readonly tool run as a local activity)', () => {
   let harness: Harness;
   let connection: NativeConnection;
   let client: ToolgateClient;
-  const workers: Array<{ worker: Worker; running: Promise<void> }> = [];
+  let fast: CatalogWorker | undefined;
 
   beforeAll(async () => {
     harness = await createHarness({ startWorker: false });
     connection = await NativeConnection.connect({ address: inject('temporalAddress') });
-    const started = await startFastPathWorker(harness, connection);
-    client = started.client;
-    workers.push(started);
+    fast = await startFastPathWorker(harness, connection);
+    client = fast.client;
   }, 120_000);
   afterAll(async () => {
-    for (const { worker } of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
-    await Promise.all(workers.map((entry) => entry.running));
+    await fast?.stop();
     await connection?.close();
     await harness?.close();
   });
@@ -121,17 +101,16 @@ describe('the fast path (a readonly tool run as a local activity)', () => {
 describe('the fast path, with its tool left off the allowlist', () => {
   let harness: Harness;
   let connection: NativeConnection;
-  let worker: Worker;
-  let running: Promise<void>;
+  let refusing: CatalogWorker | undefined;
   let client: ToolgateClient;
   beforeAll(async () => {
     harness = await createHarness({ startWorker: false });
     connection = await NativeConnection.connect({ address: inject('temporalAddress') });
-    ({ client, worker, running } = await startFastPathWorker(harness, connection, exampleAllowlist));
+    refusing = await startFastPathWorker(harness, connection, exampleAllowlist);
+    client = refusing.client;
   }, 120_000);
   afterAll(async () => {
-    if (worker?.getState() === 'RUNNING') worker.shutdown();
-    await running;
+    await refusing?.stop();
     await connection?.close();
     await harness?.close();
   });

@@ -257,6 +257,29 @@ describe('the five gates against a real dev server', () => {
     expect(elapsed).toBeGreaterThanOrEqual(1_000);
   });
 
+  it('ends a cancelled call whose tool ignores its signal as cancelled at the deadline, not timeout', async () => {
+    const startedAt = Date.now();
+    const started = await harness.client.start(
+      { tool: 'stubborn_search', input: { query: 'ignored', delayMs: 10_000 } },
+      agent,
+    );
+    await waitFor(async () =>
+      (await executions('stubborn_search')).some(
+        (line) => line['callId'] === started.callId && line['event'] === 'start',
+      )
+        ? true
+        : undefined,
+    );
+    const record = await harness.client.cancel(started.callId);
+    const elapsed = Date.now() - startedAt;
+    // The caller's intent wins over the deadline that ended the wait: never a retryable TIMEOUT.
+    expect(record).toMatchObject({ status: 'cancelled', reason: 'CANCELLED', effect: 'none', attempts: 1 });
+    expect(record.message).toContain('did not stop when asked');
+    // Reported at the executor's deadline (1000 ms), since the tool never said it stopped.
+    expect(elapsed).toBeGreaterThanOrEqual(1_000);
+    expect(elapsed).toBeLessThan(2_500);
+  });
+
   it('cancels a running call; the tool stops within 100 ms and the status follows', async () => {
     const started = await harness.client.start(
       { tool: 'slow_search', input: { query: 'cats', delayMs: 20_000 } },

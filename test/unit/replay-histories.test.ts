@@ -5,6 +5,7 @@ import { Worker } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bundleToolgateWorkflows } from '../../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
+import { decisionsQueuedAtExpiryPatch } from '../../workflows/tool-call.ts';
 
 const root = fileURLToPath(new URL('../fixtures/histories/', import.meta.url));
 const firstProtocolPaths = [
@@ -18,6 +19,13 @@ const firstProtocolPaths = [
   'cancelled',
 ];
 const secondProtocolPaths = [...firstProtocolPaths, 'readonly-denied-not-allowed'];
+/** Recorded since the `decisions-queued-at-expiry` patch, with how each ends its expiry timer. */
+const approvalEndsSincePatch = [
+  ['approved-since-patch', 'timerCanceledEventAttributes'],
+  ['rejected-since-patch', 'timerCanceledEventAttributes'],
+  ['approval-cancelled-since-patch', 'timerCanceledEventAttributes'],
+  ['expired-since-patch', 'timerFiredEventAttributes'],
+] as const;
 /**
  * Every gate protocol keeps its histories: a worker must replay calls started under any protocol
  * it still serves. Protocol 2 adds the readonly refusal that its execution activity now decides;
@@ -40,6 +48,10 @@ const requiredPaths: Record<string, readonly string[]> = {
     'approval-queued-at-expiry-before-patch',
     'approval-queued-at-expiry',
     'approval-signed-after-expiry',
+    // The four ends of an approval wait under that patch (one timer for the whole wait), and a
+    // cancel that the tool ignores (session of 2026-12-04, the next one).
+    ...approvalEndsSincePatch.map(([name]) => name),
+    'cancel-ignored',
     // The fast path (a readonly tool run as a local activity): recorded with a catalog that has
     // such a tool, and replayed with its bundle (see `fastPathFixture`).
     'fast-path-succeeded',
@@ -101,6 +113,34 @@ describe('recorded histories replay against the current workflow code', () => {
         .map((result) => `${result.workflowId}: ${String(result.error)}`),
     ).toEqual([]);
   }, 120_000);
+
+  it('the approval waits recorded since the patch ran under it, each on one expiry timer', async () => {
+    for (const [name, timerEnd] of approvalEndsSincePatch) {
+      const { events } = JSON.parse(await readFile(`${root}protocol-3/${name}.json`, 'utf8')) as {
+        events: Array<
+          Record<
+            string,
+            { markerName?: string; details?: Record<string, { payloads?: Array<{ data?: string }> }> }
+          >
+        >;
+      };
+      const patches = events
+        .map((event) => event['markerRecordedEventAttributes'])
+        .filter((marker) => marker?.markerName === 'core_patch')
+        .map(
+          (marker) =>
+            JSON.parse(Buffer.from(marker!.details!['patch-data']!.payloads![0]!.data!, 'base64').toString())
+              .id,
+        );
+      expect({ name, patches }).toEqual({ name, patches: [decisionsQueuedAtExpiryPatch] });
+      const count = (type: string) => events.filter((event) => event[type] !== undefined).length;
+      expect({ name, started: count('timerStartedEventAttributes'), ended: count(timerEnd) }).toEqual({
+        name,
+        started: 1,
+        ended: 1,
+      });
+    }
+  });
 
   // The rollout rule in docs/operators.md ("Upgrading to gate protocol 3"): workers before clients.
   // A protocol-3 readonly call whose first workflow task ran on an older worker took the older

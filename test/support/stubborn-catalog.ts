@@ -1,0 +1,23 @@
+/**
+ * The example catalog plus one irreversible tool that ignores its AbortSignal (`stubborn_write`).
+ * The example catalog's stubborn tool is readonly, so what a cancelled call reports when a tool
+ * that may have acted does not stop is tested with this one. Workflow-safe:
+ * ./workflows/stubborn-write.ts builds on it.
+ */
+import { z } from 'zod';
+import { createCatalog, defineTool } from '../../src/contracts/define-tool.ts';
+import { exampleContracts } from '../../src/tools/example-contracts.ts';
+
+export const stubbornWrite = defineTool({
+  name: 'stubborn_write',
+  description: 'Write to a legacy system that ignores cancellation.',
+  input: () =>
+    z.strictObject({
+      record: z.string().regex(/^[a-z0-9-]{1,32}$/),
+      delayMs: z.number().int().min(0).max(60_000),
+    }),
+  tier: 'irreversible',
+  timeoutMs: 1_000,
+});
+
+export const stubbornCatalog = createCatalog([...exampleContracts, stubbornWrite]);
