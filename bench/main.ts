@@ -81,6 +81,9 @@ Speed never fails the run; the exit code is 1 when any call of any variant faile
   --waiting-prefill 10000    before any call waits, start and approve this many approval-tier calls
                              and measure C again: none waiting, but a database that holds them
                              closed (separates "calls waiting" from "a bigger database"; default 0)
+  --waiting-bare B,B-idx     measure these bare-Temporal variants beside C at each point of the
+                             waiting phase (in halves: C, B, B-idx, B-idx, B, C), so that C's growth
+                             can be read against bare Temporal's on the same database
   --sqlite-pragma k=v        repeatable; replaces the default journal_mode=wal, synchronous=off
   --dynamic-config k=v       repeatable; extra dynamic config for the dev server
   --worker-tuning JSON       worker options, e.g. '{"maxCachedWorkflows":200}'
@@ -124,6 +127,7 @@ function parseOptions() {
         'cpu-profile': { type: 'string' },
         'waiting-cache': { type: 'string' },
         'waiting-prefill': { type: 'string' },
+        'waiting-bare': { type: 'string' },
         order: { type: 'string', default: 'shuffled' },
         seed: { type: 'string' },
         'busy-ms': { type: 'string' },
@@ -161,6 +165,7 @@ interface BenchSettings {
   readonly repetitions: number | undefined;
   readonly waitingCache: number | undefined;
   readonly waitingPrefill: number;
+  readonly waitingBare: VariantName[];
   readonly scale: number;
   readonly openRate: number | undefined;
   readonly workerTuning: Record<string, unknown>;
@@ -169,6 +174,21 @@ interface BenchSettings {
   readonly cpuProfile: string | undefined;
   readonly blockOrder: BlockOrder;
   readonly busyWork: BusyWork;
+}
+
+/** `--waiting-bare B,B-idx`: bare-Temporal variants (not eager, not probes) to measure beside C. */
+function bareVariantsOption(text: string | undefined): VariantName[] {
+  if (text === undefined) return [];
+  const allowed = ['B', 'B-twin', 'B-idx'];
+  const names = text.split(',').map((name) => name.trim());
+  for (const name of names) {
+    if (!allowed.includes(name)) {
+      throw new UsageError(
+        `--waiting-bare: ${JSON.stringify(name)} cannot be measured in the waiting phase; use some of ${allowed.join(', ')}`,
+      );
+    }
+  }
+  return names as VariantName[];
 }
 
 /** `--busy-ms caller,workflow,activity`: three numbers of milliseconds, each 0 to 50. */
@@ -234,6 +254,7 @@ function checkOptions(values: ReturnType<typeof parseOptions>): BenchSettings {
     repetitions: positiveNumber('repetitions', values.repetitions, { integer: true }),
     waitingCache: positiveNumber('waiting-cache', values['waiting-cache'], { integer: true }),
     waitingPrefill: positiveNumber('waiting-prefill', values['waiting-prefill'], { integer: true }) ?? 0,
+    waitingBare: bareVariantsOption(values['waiting-bare']),
     scale: positiveNumber('scale', values.scale) ?? 1,
     openRate: positiveNumber('open-rate', values['open-rate']),
     workerTuning: workerTuning as Record<string, unknown>,
@@ -294,6 +315,7 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
         levels: waitingLevels ?? [50],
         cacheSize: 10,
         prefill: options.waitingPrefill,
+        bare: options.waitingBare,
         resumeSamples: 3,
         callOperations: 10,
         callConcurrency: 2,
@@ -329,6 +351,7 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
       levels: waitingLevels ?? [1_000, 5_000, 10_000],
       cacheSize: options.waitingCache ?? 100,
       prefill: options.waitingPrefill,
+      bare: options.waitingBare,
       resumeSamples: 20,
       callOperations: 1_200,
       callConcurrency: 4,

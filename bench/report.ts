@@ -234,6 +234,16 @@ function renderWaiting(waiting: WaitingPhaseResult): string[] {
       : []),
     row('C, all waiting', waiting.callWhileWaiting),
     row('C, after the waiting calls were approved', waiting.callAfterDrain),
+    ...Object.entries(waiting.bareCalls ?? {}).flatMap(([variant, points]) =>
+      (
+        [
+          ['none waiting', points.unloaded],
+          ['none waiting, calls closed before', points.afterPrefill],
+          ['all waiting', points.whileWaiting],
+          ['after the drain', points.afterDrain],
+        ] as const
+      ).flatMap(([name, summary]) => (summary ? [row(`${variant} beside C, ${name}`, summary)] : [])),
+    ),
   );
   if (waiting.prefill) {
     lines.push(

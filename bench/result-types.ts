@@ -145,6 +145,16 @@ export interface WaitingPhaseResult {
     readonly secondsToStartAndApprove: number;
     readonly callAfterPrefill: LatencySummary;
   };
+  /**
+   * With `--waiting-bare`: bare-Temporal variants measured beside C at the same points (in mirrored
+   * halves), by variant: none waiting, after the prefill, all waiting, after the drain.
+   */
+  readonly bareCalls?: Readonly<
+    Record<
+      string,
+      Partial<Record<'unloaded' | 'afterPrefill' | 'whileWaiting' | 'afterDrain', LatencySummary>>
+    >
+  >;
   readonly approvedCalls: number;
   readonly secondsToApproveAll: number;
   readonly approvalsPerSecond: number;

@@ -37,6 +37,7 @@ import { type BusyWork, calibrateSpin, spin } from './busy-work.ts';
 import {
   type CallObserver,
   cpuMilliseconds,
+  type LatencySummary,
   newHistogram,
   type Operation,
   type OperationOutcome,
@@ -88,6 +89,8 @@ export interface RunnerConfig {
     readonly cacheSize: number;
     /** Approval-tier calls started and approved before any call waits (`--waiting-prefill`). */
     readonly prefill: number;
+    /** Bare-Temporal variants measured beside C at each point (`--waiting-bare`). */
+    readonly bare: readonly VariantName[];
     readonly resumeSamples: number;
     readonly callOperations: number;
     readonly callConcurrency: number;
@@ -252,7 +255,10 @@ function variantOperations(
 ) {
   const { temporal, toolgate, eagerToolgate, protocol2Toolgate, counter } = environment;
   const bareQueue = () => {
-    if (!environment.bare) throw new Error('variant B needs the bare worker (latency phase only)');
+    if (!environment.bare)
+      throw new Error(
+        'variant B needs the bare worker (the latency phase, or the waiting phase with --waiting-bare)',
+      );
     return environment.bare.taskQueue;
   };
   const bareEager = async (workflowType: string, prefix: string, sequence: number) => {
@@ -796,17 +802,42 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
   const environment = await startEnvironment(
     config,
     { ...config.workerTuning, maxCachedWorkflows: settings.cacheSize },
-    { bare: false },
+    { bare: settings.bare.length > 0 },
   );
   try {
     const { toolgate, temporal, signer } = environment;
     const noBusyWork = { callerIterations: 0, workflowIterations: 0, activityIterations: 0 };
     const operations = variantOperations(environment, { key: 'unused', callId: 'unused' }, 0, noBusyWork);
-    const measureC = async () => {
-      await runClosedLoop(operations.C, settings.callConcurrency, Math.min(20, settings.callOperations));
-      return (await runClosedLoop(operations.C, settings.callConcurrency, settings.callOperations)).histogram;
+    const warmUp = (operation: Operation) =>
+      runClosedLoop(operation, settings.callConcurrency, Math.min(20, settings.callOperations));
+    const block = async (operation: Operation, count: number) =>
+      (await runClosedLoop(operation, settings.callConcurrency, count)).histogram;
+    // With --waiting-bare, bare variants are measured beside C at each point, in halves mirrored
+    // (C, B, B-idx, B-idx, B, C), so that none meets a database the others' calls have grown more.
+    type Point = keyof NonNullable<WaitingPhaseResult['bareCalls']>[string];
+    const bareCalls: Record<string, Partial<Record<Point, LatencySummary>>> = {};
+    const measureC = async (point?: Point) => {
+      await warmUp(operations.C);
+      if (settings.bare.length === 0 || point === undefined)
+        return block(operations.C, settings.callOperations);
+      const order: VariantName[] = ['C', ...settings.bare];
+      for (const variant of settings.bare) await warmUp(operations[variant]);
+      const half = Math.ceil(settings.callOperations / 2);
+      const histograms = new Map<VariantName, Awaited<ReturnType<typeof block>>>();
+      for (const variant of [...order, ...[...order].reverse()]) {
+        const measured = await block(operations[variant], half);
+        const earlier = histograms.get(variant);
+        if (earlier) earlier.add(measured);
+        else histograms.set(variant, measured);
+      }
+      for (const variant of settings.bare) {
+        const summary = summarize(histograms.get(variant)!);
+        bareCalls[variant] = { ...bareCalls[variant], [point]: summary };
+        progress(`${variant} beside C: p50 ${summary.p50Ms} ms, p99 ${summary.p99Ms} ms`);
+      }
+      return histograms.get('C')!;
     };
-    const callUnloaded = summarize(await measureC());
+    const callUnloaded = summarize(await measureC('unloaded'));
     progress(`C unloaded: p50 ${callUnloaded.p50Ms} ms, p99 ${callUnloaded.p99Ms} ms`);
 
     interface Waiting {
@@ -890,7 +921,7 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
       await waitForAwaiting(settings.prefill);
       await approveAll(closing, 'prefill');
       const secondsToStartAndApprove = round((performance.now() - startedAt) / 1000, 2);
-      const callAfterPrefill = summarize(await measureC());
+      const callAfterPrefill = summarize(await measureC('afterPrefill'));
       progress(
         `C after ${settings.prefill} calls closed, none waiting: p50 ${callAfterPrefill.p50Ms} ms, p99 ${callAfterPrefill.p99Ms} ms`,
       );
@@ -950,14 +981,14 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
     const resumeEvicted = summarize(evictedHistogram);
     progress(`resume cached p50 ${resumeCached.p50Ms} ms, evicted p50 ${resumeEvicted.p50Ms} ms`);
 
-    const callWhileWaiting = summarize(await measureC());
+    const callWhileWaiting = summarize(await measureC('whileWaiting'));
     progress(
       `C with ${waiting.length} waiting: p50 ${callWhileWaiting.p50Ms} ms, p99 ${callWhileWaiting.p99Ms} ms`,
     );
 
     const secondsToApproveAll = await approveAll(waiting, 'drain');
     progress(`approved ${waiting.length} in ${secondsToApproveAll} s`);
-    const callAfterDrain = summarize(await measureC());
+    const callAfterDrain = summarize(await measureC('afterDrain'));
 
     return {
       cacheSize: settings.cacheSize,
@@ -968,6 +999,7 @@ async function runWaitingPhase(config: RunnerConfig): Promise<WaitingPhaseResult
       callWhileWaiting,
       callAfterDrain,
       ...(prefill ? { prefill } : {}),
+      ...(settings.bare.length > 0 ? { bareCalls } : {}),
       approvedCalls: waiting.length,
       secondsToApproveAll,
       approvalsPerSecond: round(waiting.length / Math.max(0.001, secondsToApproveAll)),
