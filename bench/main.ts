@@ -83,7 +83,8 @@ Speed never fails the run; the exit code is 1 when any call of any variant faile
                              closed (separates "calls waiting" from "a bigger database"; default 0)
   --waiting-bare B,B-idx     measure these bare-Temporal variants beside C at each point of the
                              waiting phase (in halves: C, B, B-idx, B-idx, B, C), so that C's growth
-                             can be read against bare Temporal's on the same database
+                             can be read against bare Temporal's on the same database. Default
+                             B-idx, C's floor, which the waiting target reads; none measures C alone
   --sqlite-pragma k=v        repeatable; replaces the default journal_mode=wal, synchronous=off
   --dynamic-config k=v       repeatable; extra dynamic config for the dev server
   --worker-tuning JSON       worker options, e.g. '{"maxCachedWorkflows":200}'
@@ -176,15 +177,19 @@ interface BenchSettings {
   readonly busyWork: BusyWork;
 }
 
-/** `--waiting-bare B,B-idx`: bare-Temporal variants (not eager, not probes) to measure beside C. */
+/**
+ * `--waiting-bare B,B-idx`: bare-Temporal variants (not eager, not probes) to measure beside C.
+ * B-idx by default, so that the waiting target can name its floor; `none` measures C alone.
+ */
 function bareVariantsOption(text: string | undefined): VariantName[] {
-  if (text === undefined) return [];
+  if (text === undefined) return ['B-idx'];
+  if (text.trim() === 'none') return [];
   const allowed = ['B', 'B-twin', 'B-idx'];
   const names = text.split(',').map((name) => name.trim());
   for (const name of names) {
     if (!allowed.includes(name)) {
       throw new UsageError(
-        `--waiting-bare: ${JSON.stringify(name)} cannot be measured in the waiting phase; use some of ${allowed.join(', ')}`,
+        `--waiting-bare: ${JSON.stringify(name)} cannot be measured in the waiting phase; use some of ${allowed.join(', ')}, or none`,
       );
     }
   }

@@ -16,6 +16,7 @@ import {
   describeCalls,
   describeRecord,
   ExitCode,
+  endedByCancel,
   exitCodeForRecord,
   printJson,
   printLines,
@@ -367,7 +368,7 @@ export function addClientCommands(program: Command): void {
     .addHelpText(
       'after',
       examples(['toolgate cancel toolgate/default/slow_search/~5d1c…']) +
-        '\nExit codes: 0 cancelled, 4 the call was already closed, 5 no such call.\n',
+        '\nExit codes: 0 cancelled, 4 the call was already closed, or ended on its own before the cancel reached it, 5 no such call.\n',
     )
     .action(async (id: string, flags: CommonFlags) =>
       runWithSession(flags, {}, async ({ client }) => {
@@ -380,6 +381,17 @@ export function addClientCommands(program: Command): void {
           return ExitCode.refused;
         }
         const record = await client.cancel(id);
+        if (!endedByCancel(record)) {
+          // The call closed on its own while the cancel was on its way: nothing was cancelled, and
+          // what the tool did stands. Say so, with the record, rather than report a cancel.
+          const message = `The call ended ${record.status} before the cancel could stop it; nothing was cancelled. Its record below says what happened.`;
+          if (flags.json) printJson({ ok: false, exitCode: ExitCode.refused, error: message, record });
+          else {
+            process.stderr.write(`toolgate: ${message}\n`);
+            printLines(describeRecord(record));
+          }
+          return ExitCode.refused;
+        }
         if (flags.json) printJson(record);
         else printLines(describeRecord(record));
         return ExitCode.ok;

@@ -32,7 +32,8 @@ export function buildProgram(): Command {
         '<data-dir>/endpoint.json a running `toolgate dev` writes. Every command takes --json.',
         '',
         'Exit codes: 0 ok · 1 usage or internal error · 2 call denied · 3 call failed, timed out or',
-        'cancelled · 4 refused (decision, replay, undo) · 5 no such call · 6 server or worker unreachable',
+        'cancelled · 4 refused (decision, replay, undo; a cancel that stopped nothing) · 5 no such call',
+        '· 6 server or worker unreachable',
         '',
       ].join('\n'),
     );

@@ -37,6 +37,15 @@ export function exitCodeForRecord(record: Pick<CallRecord, 'status'>): ExitCode 
   }
 }
 
+/**
+ * Whether a closed record shows that a cancel stopped the call: it ended `cancelled`, or it was
+ * cancelled while it waited for a human (`denied` with `CANCELLED`). A call whose tool finished, or
+ * failed, before the cancel could stop it ends otherwise, and its record says so.
+ */
+export function endedByCancel(record: Pick<CallRecord, 'status' | 'reason'>): boolean {
+  return record.status === 'cancelled' || (record.status === 'denied' && record.reason === 'CANCELLED');
+}
+
 /** One JSON document on stdout, for `--json`. */
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);

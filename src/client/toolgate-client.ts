@@ -448,11 +448,22 @@ export class ToolgateClient {
     return retention?.seconds == null ? undefined : Number(retention.seconds);
   }
 
-  /** Cancels a call and waits until it has really stopped. Returns its final record. */
+  /**
+   * Cancels a call and waits until it has really stopped. Returns its final record: `cancelled`, or
+   * `denied` with `CANCELLED` if it was waiting for a human, when the cancel stopped it; any other
+   * status when the call closed on its own first (its tool finished before it saw the cancel, or
+   * the call had already closed).
+   */
   async cancel(callId: string): Promise<CallRecord> {
     const handle = this.temporal.workflow.getHandle(callId);
-    // A call that already closed has nothing to cancel: its record is the answer.
-    if ((await handle.describe()).status.name === 'RUNNING') await handle.cancel();
+    try {
+      await handle.cancel();
+    } catch (error) {
+      // The server answers "not found" for a call that has already closed, including one that
+      // closed after the caller last looked: its record is the answer. An unknown ID still fails
+      // below, as not found.
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+    }
     return this.result(callId);
   }
 

@@ -3,6 +3,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import { type CatalogWorker, startCatalogWorker } from '../support/catalog-worker.ts';
+import { createCliRunner } from '../support/cli-runner.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { stubbornCatalog } from '../support/stubborn-catalog.ts';
 import { createStubbornActivities } from '../support/stubborn-tools.ts';
@@ -41,7 +42,7 @@ describe('cancelling an irreversible call whose tool ignores its signal', () => 
     );
 
   it('ends cancelled with OUTCOME_UNKNOWN at the deadline, keeps the key, and the write lands after', async () => {
-    const request = { tool: 'stubborn_write', input: { record: 'r-1', delayMs: 2_500 }, key: 'stubborn-r-1' };
+    const request = { tool: 'stubborn_write', input: { record: 'r-1', delayMs: 7_000 }, key: 'stubborn-r-1' };
     const startedAt = Date.now();
     const started = await client.start(request, agent);
     expect(started.disposition).toBe('started');
@@ -58,8 +59,8 @@ describe('cancelling an irreversible call whose tool ignores its signal', () => 
     });
     expect(record.message).toContain('did not stop when asked');
     expect(record.message).toContain('check the current state first');
-    // Reported at the executor's deadline (1000 ms), before the write it could not stop.
-    expect(elapsed).toBeGreaterThanOrEqual(1_000);
+    // Reported at the executor's deadline (5000 ms), before the write it could not stop.
+    expect(elapsed).toBeGreaterThanOrEqual(5_000);
     expect(await logged(started.callId, 'wrote')).toEqual([]);
 
     // The key stays taken: the same call again gets this record, and starts nothing.
@@ -71,5 +72,36 @@ describe('cancelling an irreversible call whose tool ignores its signal', () => 
     // Why the outcome is unknown rather than "nothing happened": the tool went on and wrote.
     await waitFor(async () => ((await logged(started.callId, 'wrote')).length > 0 ? true : undefined));
     expect(await logged(started.callId, 'start')).toHaveLength(1);
+  });
+
+  it('a tool that finishes before it sees the cancel: the call ends succeeded, and `toolgate cancel` says so and exits 4', async () => {
+    const request = { tool: 'stubborn_write', input: { record: 'r-2', delayMs: 4_000 }, key: 'stubborn-r-2' };
+    const started = await client.start(request, agent);
+    await waitFor(async () => ((await logged(started.callId, 'start')).length > 0 ? true : undefined));
+
+    const run = createCliRunner({
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TOOLGATE_DATA_DIR: harness.dataDir,
+    });
+    const cancel = await run('cancel', started.callId);
+    // The cancel reached a running call (the write was still sleeping) ...
+    expect(await logged(started.callId, 'start')).toHaveLength(1);
+    // ... but the tool ignored it and wrote, so nothing was cancelled: not exit 0, and not "cancelled".
+    expect(cancel.code).toBe(4);
+    expect(String(cancel.json['error'])).toContain('ended succeeded before the cancel could stop it');
+    expect(cancel.json['record']).toMatchObject({
+      callId: started.callId,
+      status: 'succeeded',
+      effect: 'applied',
+      output: { record: 'r-2' },
+    });
+    expect(await logged(started.callId, 'wrote')).toHaveLength(1);
+    expect(await client.result(started.callId)).toEqual(cancel.json['record']);
+
+    // Cancelling it again takes the already-closed path: the same exit, the same record.
+    const again = await run('cancel', started.callId);
+    expect(again.code).toBe(4);
+    expect(String(again.json['error'])).toContain('already closed (succeeded)');
+    expect(await client.cancel(started.callId)).toEqual(cancel.json['record']);
   });
 });

@@ -1,50 +1,21 @@
-import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type CliRunner, createCliRunner } from '../support/cli-runner.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { scheduledActivityTypes } from '../support/history.ts';
 import { waitFor } from '../support/wait.ts';
 
-const binary = fileURLToPath(new URL('../../bin/toolgate.js', import.meta.url));
-
-interface CliResult {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-  readonly json: Record<string, unknown>;
-}
-
 describe('toolgate CLI (the real binary, as a process)', () => {
   let harness: Harness;
-  let run: (...args: string[]) => Promise<CliResult>;
+  let run: CliRunner;
   beforeAll(async () => {
     harness = await createHarness({ config: { region: 'eu-west' } });
-    const env = {
-      ...process.env,
+    run = createCliRunner({
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       TOOLGATE_TASK_QUEUE: harness.taskQueue,
       // The harness worker trusts the public key in <dataDir>/keys; the CLI signs with its private key.
       TOOLGATE_DATA_DIR: harness.dataDir,
-    };
-    run = (...args) =>
-      new Promise((resolve) => {
-        execFile(
-          process.execPath,
-          [binary, ...args, '--json'],
-          { env, timeout: 60_000 },
-          (error, stdout, stderr) => {
-            const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-            let json: Record<string, unknown> = {};
-            try {
-              json = JSON.parse(stdout) as Record<string, unknown>;
-            } catch {
-              json = {};
-            }
-            resolve({ code, stdout, stderr, json });
-          },
-        );
-      });
+    });
   });
   afterAll(async () => harness?.close());
 

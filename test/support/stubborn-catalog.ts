@@ -17,7 +17,8 @@ export const stubbornWrite = defineTool({
       delayMs: z.number().int().min(0).max(60_000),
     }),
   tier: 'irreversible',
-  timeoutMs: 1_000,
+  // Long enough for a cancel sent from another process to reach the tool while it runs.
+  timeoutMs: 5_000,
 });
 
 export const stubbornCatalog = createCatalog([...exampleContracts, stubbornWrite]);

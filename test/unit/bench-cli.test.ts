@@ -27,6 +27,7 @@ describe('npm run bench, its options', () => {
       '--order',
       '--seed',
       '--busy-ms',
+      '--waiting-bare',
     ]) {
       expect(stdout).toContain(option);
     }
@@ -44,6 +45,10 @@ describe('npm run bench, its options', () => {
     [['--seed', '4294967296'], /--seed "4294967296": use a whole number/],
     [['--busy-ms', '1,2'], /--busy-ms "1,2": give three numbers of milliseconds from 0 to 50/],
     [['--busy-ms', '1,x,1'], /--busy-ms "1,x,1": give three numbers/],
+    [
+      ['--waiting-bare', 'B,C'],
+      /--waiting-bare: "C" cannot be measured in the waiting phase; use some of B, B-twin, B-idx, or none/,
+    ],
     [['--bogus'], /Unknown option '--bogus'/],
   ])('refuses %j with exit 2 and says what to do', (args, message) => {
     const { status, stderr } = bench(...args);

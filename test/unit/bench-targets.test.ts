@@ -170,4 +170,61 @@ describe('the bench target checks', () => {
     expect(partly).toMatchObject({ holds: true, measured: 'c4: 0.40× (C-E)' });
     expect(partly?.figures?.map((figure) => figure.condition)).toEqual(['c4']);
   });
+
+  it('reads the waiting target against B-idx measured beside C: out of reach only when the floor misses too', () => {
+    const p99 = (p99Ms: number) => ({
+      count: 1_200,
+      p50Ms: p99Ms / 2,
+      p90Ms: p99Ms,
+      p99Ms,
+      maxMs: p99Ms,
+      meanMs: p99Ms / 2,
+    });
+    const waitingCheck = (cUnloaded: number, cWaiting: number, floor?: [number, number]) => {
+      const waiting = {
+        cacheSize: 100,
+        levels: [{ waiting: 10_000, secondsToStart: 40, workerRssMb: 500 }],
+        resumeCached: p99(20),
+        resumeEvicted: p99(30),
+        callUnloaded: p99(cUnloaded),
+        callWhileWaiting: p99(cWaiting),
+        callAfterDrain: p99(cWaiting),
+        ...(floor
+          ? { bareCalls: { 'B-idx': { unloaded: p99(floor[0]), whileWaiting: p99(floor[1]) } } }
+          : {}),
+        approvedCalls: 9_980,
+        secondsToApproveAll: 170,
+        approvalsPerSecond: 58,
+        approvalErrors: 0,
+      };
+      const results = { waiting, targets: [], incomplete: [] } as unknown as Parameters<
+        typeof checkTargets
+      >[0];
+      return checkTargets(results).find((check) => check.target.startsWith('C p99 with 10000 waiting'));
+    };
+
+    // C 1.50×, B-idx beside it 1.80×: a miss that bare Temporal makes too.
+    const floorMisses = waitingCheck(100, 150, [100, 180]);
+    expect(floorMisses).toMatchObject({ holds: false });
+    expect(floorMisses?.outOfReach).toContain('B-idx');
+    expect(floorMisses?.measured).toContain('[B-idx beside it: 180 vs 100 ms (1.80×)]');
+    expect(floorMisses?.figures).toEqual([
+      { condition: '10000 waiting', value: 1.5, reference: { variant: 'B-idx', value: 1.8 } },
+    ]);
+    expect(missNote(floorMisses!)).toContain('out of reach');
+
+    // B-idx held (1.10×) where C missed: toolgate's own miss.
+    const floorHolds = waitingCheck(100, 150, [100, 110]);
+    expect(floorHolds).toMatchObject({ holds: false });
+    expect(floorHolds?.outOfReach).toBeUndefined();
+
+    // No floor measured (--waiting-bare none, or a run before round 27): a plain miss, no reference.
+    const alone = waitingCheck(100, 150);
+    expect(alone).toMatchObject({ holds: false, figures: [{ condition: '10000 waiting', value: 1.5 }] });
+    expect(alone?.outOfReach).toBeUndefined();
+    expect(alone?.measured).not.toContain('beside it');
+
+    expect(waitingCheck(100, 110, [100, 180])).toMatchObject({ holds: true });
+    expect(waitingCheck(100, 110, [100, 180])?.outOfReach).toBeUndefined();
+  });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeRecord } from '../../../src/cli/output.ts';
+import { describeRecord, endedByCancel } from '../../../src/cli/output.ts';
 import type { CallRecord } from '../../../src/contracts/call-record.ts';
 
 const waiting: CallRecord = {
@@ -42,5 +42,18 @@ describe('describeRecord', () => {
 
   it('says nothing about dropped decisions when none were dropped', () => {
     expect(describeRecord(waiting).some((line) => line.includes('dropped'))).toBe(false);
+  });
+});
+
+describe('endedByCancel', () => {
+  it('counts a call stopped by the cancel, and no call that closed any other way', () => {
+    expect(endedByCancel({ status: 'cancelled', reason: 'CANCELLED' })).toBe(true);
+    // A tool that ignored the cancel until its deadline: still ended by the cancel.
+    expect(endedByCancel({ status: 'cancelled', reason: 'OUTCOME_UNKNOWN' })).toBe(true);
+    expect(endedByCancel({ status: 'denied', reason: 'CANCELLED' })).toBe(true);
+    expect(endedByCancel({ status: 'denied', reason: 'APPROVAL_EXPIRED' })).toBe(false);
+    expect(endedByCancel({ status: 'succeeded' })).toBe(false);
+    expect(endedByCancel({ status: 'failed', reason: 'TOOL_FAILED' })).toBe(false);
+    expect(endedByCancel({ status: 'timeout', reason: 'TIMEOUT' })).toBe(false);
   });
 });
