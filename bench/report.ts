@@ -370,7 +370,6 @@ export function repetitionRatios(cell: LatencyCell, base: LatencyCell, metric: R
 const formatSpread = (ratios: readonly number[]) =>
   `repetitions ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}×`;
 
-/** Checks the issue's targets against one run's figures. */
 /**
  * The bare-Temporal floor of the waiting target: B-idx's p99 while the calls wait over its p99 on
  * the empty database, when the phase measured it beside C at both points (`--waiting-bare`).
@@ -388,6 +387,7 @@ function waitingFloor(
   };
 }
 
+/** Checks the issue's targets against one run's figures. */
 export function checkTargets(results: BenchResults): TargetCheck[] {
   const checks: TargetCheck[] = [];
   const cells = results.latency?.cells ?? [];
