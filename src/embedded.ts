@@ -41,6 +41,11 @@ export interface EmbeddedOptions {
   readonly policy?: ToolPolicy;
   /** Ask for eager workflow start (the client shares the worker's process). */
   readonly eagerStart?: boolean;
+  /**
+   * Interrupts the start (a Ctrl-C during start-up): everything started so far is stopped, a dev
+   * server gracefully, and the promise rejects with the signal's reason.
+   */
+  readonly signal?: AbortSignal;
 }
 
 export interface Embedded {
@@ -68,6 +73,25 @@ export interface Embedded {
  */
 export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embedded> {
   installRuntimeLogging();
+  // What has been started so far, undone in reverse when the start fails or is interrupted: a
+  // half-started toolgate must not leave a server running, or hold the process open on a
+  // connection that nothing will close.
+  const undo: Array<() => Promise<unknown>> = [];
+  try {
+    return await startEmbeddedParts(options, undo);
+  } catch (error) {
+    for (const action of undo.reverse()) await action().catch(() => undefined);
+    throw options.signal?.aborted ? options.signal.reason : error;
+  }
+}
+
+async function startEmbeddedParts(
+  options: EmbeddedOptions,
+  undo: Array<() => Promise<unknown>>,
+): Promise<Embedded> {
+  const { signal } = options;
+  const withSignal = signal ? { signal } : {};
+  signal?.throwIfAborted();
   const env = options.env ?? process.env;
   const dataDir = resolve(options.dataDir ?? env['TOOLGATE_DATA_DIR'] ?? '.toolgate');
   const taskQueue = options.taskQueue ?? env['TOOLGATE_TASK_QUEUE'] ?? defaultTaskQueue;
@@ -86,8 +110,9 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       `Using the existing Temporal cluster at ${address} (namespace ${namespace}); no local server is started.`,
     );
   } else {
-    const cli = await findTemporalCli({ env, onProgress: progress });
+    const cli = await findTemporalCli({ env, onProgress: progress, ...withSignal });
     server = await startDevServer({
+      ...withSignal,
       cli,
       dbFile: join(dataDir, 'temporal.db'),
       grpcPort: options.grpcPort ?? 7233,
@@ -95,6 +120,7 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       headless: options.headless ?? false,
       onProgress: progress,
     });
+    undo.push(server.stop);
     address = server.address;
     namespace = server.namespace;
   }
@@ -107,7 +133,12 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
   const publicKey = publicKeyFile ? await loadPublicKey(publicKeyFile) : keys!.publicKey;
   const signer = keys ? createApprovalSigner(keys.privateKey) : undefined;
 
-  const connection = await Connection.connect({ ...connectionOptions, address });
+  const connection = await untilAborted(
+    Connection.connect({ ...connectionOptions, address }),
+    signal,
+    (opened) => opened.close(),
+  );
+  undo.push(() => connection.close());
   const temporal = new Client({ connection, namespace });
   const client = new ToolgateClient({
     client: temporal,
@@ -121,16 +152,27 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
   let nativeConnection: NativeConnection | undefined;
   let running: Promise<void> = Promise.resolve();
   if (options.worker ?? true) {
-    nativeConnection = await NativeConnection.connect({ ...connectionOptions, address } as never);
-    worker = await createWorker({
-      connection: nativeConnection,
-      namespace,
-      taskQueue,
-      activities: createExampleActivities(tools, {
-        ...(options.policy ? { policy: options.policy } : {}),
-        approvalPublicKeys: [publicKey],
+    const opened = await untilAborted(
+      NativeConnection.connect({ ...connectionOptions, address } as never),
+      signal,
+      (late) => late.close(),
+    );
+    nativeConnection = opened;
+    undo.push(() => opened.close());
+    // Creating a worker bundles the workflow code, which takes seconds; a worker that arrives after
+    // an interruption is dropped, since closing its connection above ends it.
+    worker = await untilAborted(
+      createWorker({
+        connection: nativeConnection,
+        namespace,
+        taskQueue,
+        activities: createExampleActivities(tools, {
+          ...(options.policy ? { policy: options.policy } : {}),
+          approvalPublicKeys: [publicKey],
+        }),
       }),
-    });
+      signal,
+    );
     running = worker.run();
   }
 
@@ -156,6 +198,39 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       await server?.stop();
     },
   };
+}
+
+/**
+ * Waits for a step that cannot itself be interrupted, or rejects at once when `signal` aborts; a
+ * result that arrives after the interruption is handed to `dispose`.
+ */
+function untilAborted<T>(
+  step: Promise<T>,
+  signal: AbortSignal | undefined,
+  dispose?: (late: T) => Promise<unknown>,
+): Promise<T> {
+  if (!signal) return step;
+  return new Promise<T>((resolveStep, rejectStep) => {
+    const onAbort = (): void => {
+      rejectStep(signal.reason);
+      void step.then((late) => dispose?.(late)).catch(() => undefined);
+    };
+    if (signal.aborted) {
+      onAbort();
+      return;
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
+    step.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolveStep(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        rejectStep(error);
+      },
+    );
+  });
 }
 
 async function ensureExampleConfig(file: string): Promise<void> {

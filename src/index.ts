@@ -110,7 +110,7 @@ export { relativePathProblem, sandboxedRelativePath } from './contracts/sandboxe
 export { searchAttributeKeys } from './contracts/search-attributes.ts';
 export { SideEffectTier, tierRequiresKey } from './contracts/tier.ts';
 export type { DevServer, DevServerOptions, FoundCli } from './dev/index.ts';
-export { findTemporalCli, startDevServer } from './dev/index.ts';
+export { DatabaseInUseError, findTemporalCli, startDevServer } from './dev/index.ts';
 export type { Embedded, EmbeddedOptions } from './embedded.ts';
 export { startEmbedded } from './embedded.ts';
 export type { ApproverDirectory, InboxApprover } from './inbox/approver-tokens.ts';

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { startEmbedded } from '../embedded.ts';
+import { type Embedded, startEmbedded } from '../embedded.ts';
 import { loadOrCreateApproverDirectory } from '../inbox/approver-tokens.ts';
 import { startInbox } from '../inbox/inbox-app.ts';
 import { addClientCommands, withConnectionOptions } from './commands.ts';
@@ -12,6 +12,7 @@ import {
   writeEndpointFile,
 } from './endpoint.ts';
 import { ExitCode, printJson } from './output.ts';
+import { runUntilStopped } from './stop-signals.ts';
 
 /**
  * The toolgate command line. `dev` is the embedded default that `npm start` runs; the other
@@ -33,7 +34,8 @@ export function buildProgram(): Command {
         '',
         'Exit codes: 0 ok · 1 usage or internal error · 2 call denied · 3 call failed, timed out or',
         'cancelled · 4 refused (decision, replay, undo; a cancel that stopped nothing) · 5 no such call',
-        '· 6 server or worker unreachable',
+        '· 6 server or worker unreachable · 130 dev, worker or inbox stopped by a signal during start-up,',
+        'or forced by a second one (one Ctrl-C stops them gracefully, exit 0)',
         '',
       ].join('\n'),
     );
@@ -47,51 +49,48 @@ export function buildProgram(): Command {
     .option('--json', 'print the addresses as one JSON line')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ toolgate dev\n  $ toolgate dev --data-dir /var/lib/toolgate --port 7300\n  $ TEMPORAL_ADDRESS=temporal.internal:7233 toolgate dev   # join a cluster, start no server\n',
+      [
+        '',
+        'Examples:',
+        '  $ toolgate dev',
+        '  $ toolgate dev --data-dir /var/lib/toolgate --port 7300',
+        '  $ TEMPORAL_ADDRESS=temporal.internal:7233 toolgate dev   # join a cluster, start no server',
+        '',
+        'One dev server per data directory: a second `toolgate dev` on one in use is refused, and a',
+        'server left running by a toolgate that was killed is stopped first. Ctrl-C stops the worker',
+        'and the server, at any moment, start-up included.',
+      ].join('\n'),
     )
-    .action(async (options: { dataDir: string; port: string; uiPort: string; json?: boolean }) => {
-      const embedded = await startEmbedded({
-        dataDir: resolveDataDir(options.dataDir),
-        grpcPort: Number(options.port),
-        uiPort: Number(options.uiPort),
-      });
-      const summary = {
-        address: embedded.address,
-        namespace: embedded.namespace,
-        uiUrl: embedded.uiUrl ?? null,
-        dbFile: embedded.dbFile ?? null,
-        taskQueue: embedded.client.taskQueue,
-        dataDir: embedded.dataDir,
-      };
-      if (options.json) {
-        process.stdout.write(`${JSON.stringify(summary)}\n`);
-      } else {
-        process.stdout.write(
-          [
-            'toolgate is running.',
-            `  Temporal gRPC address: ${summary.address} (namespace ${summary.namespace})`,
-            `  Temporal Web UI:       ${summary.uiUrl ?? '(not started: using an existing cluster)'}`,
-            `  Database file:         ${summary.dbFile ?? '(the cluster keeps its own state)'}`,
-            `  Task queue:            ${summary.taskQueue}`,
-            '  Press Ctrl-C to stop.',
-            '',
-          ].join('\n'),
-        );
-      }
-      // Other commands (call, list, approve, inbox…) read this to find the server without flags.
-      await writeEndpointFile(embedded.dataDir, {
-        address: embedded.address,
-        namespace: embedded.namespace,
-        taskQueue: embedded.client.taskQueue,
-        uiUrl: embedded.uiUrl ?? null,
-        pid: process.pid,
-        startedAt: new Date().toISOString(),
-      });
-      await waitForStopSignal(async () => {
-        await removeEndpointFile(embedded.dataDir);
-        await embedded.stop();
-      }, embedded.running);
-    });
+    .action((options: { dataDir: string; port: string; uiPort: string; json?: boolean }) =>
+      runUntilStopped({
+        what: 'the worker and the server',
+        start: (signal) =>
+          startEmbedded({
+            dataDir: resolveDataDir(options.dataDir),
+            grpcPort: Number(options.port),
+            uiPort: Number(options.uiPort),
+            signal,
+          }),
+        started: async (embedded) => {
+          // Other commands (call, list, approve, inbox…) read this to find the server without
+          // flags; it is written before the summary, so whoever waits for the summary finds it.
+          await writeEndpointFile(embedded.dataDir, {
+            address: embedded.address,
+            namespace: embedded.namespace,
+            taskQueue: embedded.client.taskQueue,
+            uiUrl: embedded.uiUrl ?? null,
+            pid: process.pid,
+            startedAt: new Date().toISOString(),
+          });
+          announceDev(embedded, options.json === true);
+        },
+        running: (embedded) => embedded.running,
+        stop: async (embedded) => {
+          await removeEndpointFile(embedded.dataDir);
+          await embedded.stop();
+        },
+      }),
+    );
 
   withConnectionOptions(
     program
@@ -106,23 +105,35 @@ export function buildProgram(): Command {
     )
     .action(async (options: ConnectionFlags & { json?: boolean }) => {
       const endpoint = await resolveEndpoint(options);
-      const embedded = await startEmbedded({
-        dataDir: endpoint.dataDir,
-        taskQueue: endpoint.taskQueue,
-        // An explicit address means: join it, start no server.
-        env: { ...process.env, TEMPORAL_ADDRESS: endpoint.address, TEMPORAL_NAMESPACE: endpoint.namespace },
+      await runUntilStopped({
+        what: 'the worker',
+        start: (signal) =>
+          startEmbedded({
+            dataDir: endpoint.dataDir,
+            taskQueue: endpoint.taskQueue,
+            // An explicit address means: join it, start no server.
+            env: {
+              ...process.env,
+              TEMPORAL_ADDRESS: endpoint.address,
+              TEMPORAL_NAMESPACE: endpoint.namespace,
+            },
+            signal,
+          }),
+        started: (embedded) => {
+          const summary = {
+            address: embedded.address,
+            namespace: embedded.namespace,
+            taskQueue: endpoint.taskQueue,
+          };
+          process.stdout.write(
+            options.json
+              ? `${JSON.stringify(summary)}\n`
+              : `toolgate worker polling ${summary.taskQueue} at ${summary.address} (namespace ${summary.namespace}). Ctrl-C stops it.\n`,
+          );
+        },
+        running: (embedded) => embedded.running,
+        stop: (embedded) => embedded.stop(),
       });
-      const summary = {
-        address: embedded.address,
-        namespace: embedded.namespace,
-        taskQueue: endpoint.taskQueue,
-      };
-      process.stdout.write(
-        options.json
-          ? `${JSON.stringify(summary)}\n`
-          : `toolgate worker polling ${summary.taskQueue} at ${summary.address} (namespace ${summary.namespace}). Ctrl-C stops it.\n`,
-      );
-      await waitForStopSignal(embedded.stop, embedded.running);
     });
 
   addClientCommands(program);
@@ -142,64 +153,83 @@ export function buildProgram(): Command {
       'after',
       '\nExamples:\n  $ toolgate inbox\n  $ toolgate inbox --port 9000 --data-dir /var/lib/toolgate\n\nApprovers sign in with a token from <data-dir>/approvers.json; on first run one is created for alice and printed once.\n',
     )
-    .action(async (options: ConnectionFlags & { host: string; port: string; json?: boolean }) => {
-      // The session's client carries the approval signer: the inbox signs as the signed-in approver.
-      const session = await openSession(options, { signer: true });
-      const { directory, created } = await loadOrCreateApproverDirectory(session.endpoint.dataDir);
-      const inbox = await startInbox({
-        operations: session.operations,
-        approvers: directory,
-        host: options.host,
-        port: Number(options.port),
-      });
-      if (options.json) {
-        process.stdout.write(
-          `${JSON.stringify({ url: inbox.url, approversFile: directory.file, ...(created ? { created } : {}) })}\n`,
-        );
-      } else {
-        process.stdout.write(
-          [
-            `Approvals inbox: ${inbox.url}`,
-            `  Approver tokens: ${directory.file}`,
-            ...(created
-              ? [`  Created an approver for ${created.name}; sign in with token ${created.token}`]
-              : []),
-            '  Press Ctrl-C to stop.',
-            '',
-          ].join('\n'),
-        );
-      }
-      await waitForStopSignal(
-        async () => {
+    .action((options: ConnectionFlags & { host: string; port: string; json?: boolean }) =>
+      runUntilStopped({
+        what: 'the inbox',
+        start: async (signal) => {
+          // The session's client carries the approval signer: the inbox signs as the signed-in approver.
+          const session = await openSession(options, { signer: true });
+          try {
+            signal.throwIfAborted();
+            const { directory, created } = await loadOrCreateApproverDirectory(session.endpoint.dataDir);
+            const inbox = await startInbox({
+              operations: session.operations,
+              approvers: directory,
+              host: options.host,
+              port: Number(options.port),
+            });
+            return { session, inbox, directory, created };
+          } catch (error) {
+            await session.close();
+            throw error;
+          }
+        },
+        started: ({ inbox, directory, created }) => {
+          if (options.json) {
+            process.stdout.write(
+              `${JSON.stringify({ url: inbox.url, approversFile: directory.file, ...(created ? { created } : {}) })}\n`,
+            );
+            return;
+          }
+          process.stdout.write(
+            [
+              `Approvals inbox: ${inbox.url}`,
+              `  Approver tokens: ${directory.file}`,
+              ...(created
+                ? [`  Created an approver for ${created.name}; sign in with token ${created.token}`]
+                : []),
+              '  Press Ctrl-C to stop.',
+              '',
+            ].join('\n'),
+          );
+        },
+        // The inbox serves until it is stopped.
+        running: () => new Promise<void>(() => undefined),
+        stop: async ({ inbox, session }) => {
           await inbox.close();
           await session.close();
         },
-        new Promise<void>(() => undefined),
-      );
-    });
+      }),
+    );
 
   return program;
 }
 
-/** Stops cleanly on the first Ctrl-C or SIGTERM; a second one forces the exit. */
-export async function waitForStopSignal(stop: () => Promise<void>, running: Promise<void>): Promise<void> {
-  let stopping = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      process.stderr.write(`Second ${signal}: exiting now.\n`);
-      process.exit(130);
-    }
-    stopping = true;
-    process.stderr.write(`\n${signal} received: stopping the worker and the server…\n`);
-    void stop().then(() => {
-      process.stderr.write('Stopped.\n');
-      process.exit(0);
-    });
+/** What `toolgate dev` prints once it runs: the addresses, as text or as one JSON line. */
+function announceDev(embedded: Embedded, json: boolean): void {
+  const summary = {
+    address: embedded.address,
+    namespace: embedded.namespace,
+    uiUrl: embedded.uiUrl ?? null,
+    dbFile: embedded.dbFile ?? null,
+    taskQueue: embedded.client.taskQueue,
+    dataDir: embedded.dataDir,
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  await running;
-  if (!stopping) await stop();
+  if (json) {
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
+    return;
+  }
+  process.stdout.write(
+    [
+      'toolgate is running.',
+      `  Temporal gRPC address: ${summary.address} (namespace ${summary.namespace})`,
+      `  Temporal Web UI:       ${summary.uiUrl ?? '(not started: using an existing cluster)'}`,
+      `  Database file:         ${summary.dbFile ?? '(the cluster keeps its own state)'}`,
+      `  Task queue:            ${summary.taskQueue}`,
+      '  Press Ctrl-C to stop.',
+      '',
+    ].join('\n'),
+  );
 }
 
 /** Parses argv and runs the command; exits non-zero with a one-line message on failure. */

@@ -2,6 +2,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { claimDatabase, type DatabaseClaim } from './database-claim.ts';
 import { type FoundCli, findTemporalCli } from './find-cli.ts';
 import { findFreePort } from './ports.ts';
 import { toolgateSearchAttributes } from './search-attributes.ts';
@@ -29,6 +30,11 @@ export interface DevServerOptions {
   onProgress?: (line: string) => void;
   /** Extra arguments appended to `temporal server start-dev`. */
   extraArgs?: string[];
+  /**
+   * Interrupts the start: a server already spawned is stopped gracefully (SIGTERM, so its SQLite
+   * file is closed cleanly) and the promise rejects with the signal's reason.
+   */
+  signal?: AbortSignal;
 }
 
 /** A running embedded Temporal dev server. */
@@ -92,15 +98,47 @@ const maximumStartAttempts = 3;
  *
  * Throws, after killing the process, when the server exits early or is not ready within
  * `readyTimeoutMs`; the error quotes the end of the server log and names its path.
+ *
+ * One server per file: throws DatabaseInUseError when a live process has the file open, and
+ * first stops a server that a killed toolgate left running on it (see `claimDatabase`).
  */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const onProgress = options.onProgress ?? writeProgressToStderr;
-  const cli = options.cli ?? (await findTemporalCli({ onProgress }));
+  options.signal?.throwIfAborted();
+  const cli =
+    options.cli ??
+    (await findTemporalCli({ onProgress, ...(options.signal ? { signal: options.signal } : {}) }));
   const dbFile = resolve(options.dbFile ?? join(process.cwd(), '.toolgate', 'temporal.db'));
   const logFile = resolve(options.logFile ?? join(dirname(dbFile), 'temporal-server.log'));
   await mkdir(dirname(dbFile), { recursive: true });
   await mkdir(dirname(logFile), { recursive: true });
 
+  // Before anything touches the file: another server may have it open.
+  const claim = await claimDatabase(dbFile, { onProgress });
+  try {
+    const server = await startClaimed(options, { cli, dbFile, logFile, onProgress, claim });
+    return {
+      ...server,
+      stop: async () => {
+        await server.stop();
+        await claim.release();
+      },
+      kill: async () => {
+        await server.kill();
+        await claim.release();
+      },
+    };
+  } catch (error) {
+    await claim.release();
+    throw error;
+  }
+}
+
+async function startClaimed(
+  options: DevServerOptions,
+  resolved: Pick<ResolvedOptions, 'cli' | 'dbFile' | 'logFile' | 'onProgress' | 'claim'>,
+): Promise<DevServer> {
+  const { dbFile, onProgress } = resolved;
   await removeEmptyDatabase(dbFile, onProgress);
 
   let preferredGrpcPort = options.grpcPort ?? 7233;
@@ -110,15 +148,12 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     try {
       return await startOnce({
         ...options,
-        cli,
-        dbFile,
-        logFile,
-        onProgress,
+        ...resolved,
         grpcPort: preferredGrpcPort,
         uiPort: preferredUiPort,
       });
     } catch (error) {
-      if (attempt >= maximumStartAttempts) {
+      if (attempt >= maximumStartAttempts || options.signal?.aborted) {
         throw error;
       }
       if (error instanceof PortTakenError) {
@@ -169,6 +204,7 @@ type ResolvedOptions = DevServerOptions & {
   onProgress: (line: string) => void;
   grpcPort: number;
   uiPort: number;
+  claim: DatabaseClaim;
   /** Set on the start that follows registering attributes in an older file. */
   restartedForAttributes?: boolean;
 };
@@ -178,6 +214,7 @@ async function startOnce(options: ResolvedOptions): Promise<DevServer> {
   const namespace = options.namespace ?? 'default';
   const headless = options.headless ?? false;
   const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
+  options.signal?.throwIfAborted();
 
   const grpcPort = await findFreePort(options.grpcPort, loopbackHost);
   let uiPort: number | undefined;
@@ -217,6 +254,7 @@ async function startOnce(options: ResolvedOptions): Promise<DevServer> {
   const child = await spawnWithLog(cli.path, args, logFile);
   const pid = child.pid!;
   const lifecycle = watchLifecycle(child);
+  await options.claim.recordServer(pid, address);
 
   const failStartup = async (reason: string): Promise<never> => {
     await lifecycle.kill();
@@ -233,14 +271,23 @@ async function startOnce(options: ResolvedOptions): Promise<DevServer> {
     throw new Error(message);
   };
 
+  const { signal } = options;
+  const stopIfInterrupted = async (): Promise<void> => {
+    if (!signal?.aborted) return;
+    await lifecycle.stop();
+    throw signal.reason;
+  };
+
   const deadline = startedAt + readyTimeoutMs;
-  const readiness = await waitUntilServing(cli, address, deadline, lifecycle);
+  const readiness = await waitUntilServing(cli, address, deadline, lifecycle, signal);
+  await stopIfInterrupted();
   if (readiness !== 'serving') {
     return failStartup(readiness);
   }
   const servingAfter = Date.now() - startedAt;
 
-  const registration = await ensureSearchAttributes(cli, address, namespace, deadline, lifecycle);
+  const registration = await ensureSearchAttributes(cli, address, namespace, deadline, lifecycle, signal);
+  await stopIfInterrupted();
   if ('problem' in registration) {
     return failStartup(registration.problem);
   }
@@ -388,7 +435,7 @@ function withoutTemporalClientSettings(environment: NodeJS.ProcessEnv): NodeJS.P
   return Object.fromEntries(Object.entries(environment).filter(([name]) => !name.startsWith('TEMPORAL_')));
 }
 
-function runCli(cli: FoundCli, args: string[]): Promise<CliResult> {
+function runCli(cli: FoundCli, args: string[], signal?: AbortSignal): Promise<CliResult> {
   return new Promise((resolveRun) => {
     execFile(
       cli.path,
@@ -397,6 +444,7 @@ function runCli(cli: FoundCli, args: string[]): Promise<CliResult> {
         env: withoutTemporalClientSettings(process.env),
         timeout: cliCommandTimeoutMilliseconds,
         maxBuffer: 16 * 1024 * 1024,
+        ...(signal ? { signal } : {}),
       },
       (error, stdout, stderr) => {
         resolveRun({ ok: error === null, stdout, stderr });
@@ -410,19 +458,21 @@ async function waitUntilServing(
   address: string,
   deadline: number,
   lifecycle: Lifecycle,
+  signal: AbortSignal | undefined,
 ): Promise<'serving' | string> {
   for (;;) {
+    if (signal?.aborted) return 'the start was interrupted.';
     if (lifecycle.exited()) {
       return `the server process ${lifecycle.exitDescription()} before it was ready.`;
     }
-    const health = await runCli(cli, ['operator', 'cluster', 'health', '--address', address]);
+    const health = await runCli(cli, ['operator', 'cluster', 'health', '--address', address], signal);
     if (health.ok && health.stdout.includes('SERVING')) {
       return 'serving';
     }
     if (Date.now() >= deadline) {
       return `it did not report SERVING before the timeout (last health check: ${summarize(health)}).`;
     }
-    await delay(pollIntervalMilliseconds);
+    await delay(pollIntervalMilliseconds, signal);
   }
 }
 
@@ -438,17 +488,23 @@ async function ensureSearchAttributes(
   namespace: string,
   deadline: number,
   lifecycle: Lifecycle,
+  signal: AbortSignal | undefined,
 ): Promise<{ problem: string } | { created: string[] }> {
   const target = ['--address', address, '--namespace', namespace];
   let lastProblem = 'no attempt finished';
   const created = new Set<string>();
   for (;;) {
+    if (signal?.aborted) return { problem: 'the start was interrupted.' };
     if (lifecycle.exited()) {
       return {
         problem: `the server process ${lifecycle.exitDescription()} while registering search attributes.`,
       };
     }
-    const listing = await runCli(cli, ['operator', 'search-attribute', 'list', ...target, '-o', 'json']);
+    const listing = await runCli(
+      cli,
+      ['operator', 'search-attribute', 'list', ...target, '-o', 'json'],
+      signal,
+    );
     const existing = listing.ok ? parseCustomAttributes(listing.stdout) : undefined;
     if (existing === undefined) {
       lastProblem = `listing search attributes failed: ${summarize(listing)}`;
@@ -471,16 +527,20 @@ async function ensureSearchAttributes(
       // One attribute per command: the CLI accepts repeated --name but was seen to register only
       // the first of them.
       for (const attribute of missing) {
-        const creation = await runCli(cli, [
-          'operator',
-          'search-attribute',
-          'create',
-          '--name',
-          attribute.name,
-          '--type',
-          attribute.type,
-          ...target,
-        ]);
+        const creation = await runCli(
+          cli,
+          [
+            'operator',
+            'search-attribute',
+            'create',
+            '--name',
+            attribute.name,
+            '--type',
+            attribute.type,
+            ...target,
+          ],
+          signal,
+        );
         const output = `${creation.stdout}\n${creation.stderr}`;
         if (!creation.ok && !output.includes('already exists')) {
           lastProblem = `creating search attribute ${attribute.name} failed: ${summarize(creation)}`;
@@ -492,7 +552,7 @@ async function ensureSearchAttributes(
     if (Date.now() >= deadline) {
       return { problem: `search attributes were not all registered before the timeout (${lastProblem}).` };
     }
-    await delay(pollIntervalMilliseconds);
+    await delay(pollIntervalMilliseconds, signal);
   }
 }
 
@@ -536,6 +596,15 @@ async function readLogSince(logFile: string, fromOffset: number): Promise<string
   }
 }
 
-function delay(milliseconds: number): Promise<void> {
-  return new Promise((resolveDelay) => setTimeout(resolveDelay, milliseconds));
+/** Waits, or less when `signal` aborts: the caller checks the signal next. */
+function delay(milliseconds: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolveDelay) => {
+    const timer = setTimeout(done, milliseconds);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolveDelay();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }

@@ -42,6 +42,8 @@ export interface FindCliOptions {
   onProgress?: (line: string) => void;
   /** Absolute paths tried for `go` after PATH. Defaults to the official installer's location. */
   goCandidates?: readonly string[];
+  /** Stops a Go build in progress (the build's temp dir and lock are cleaned up); rejects with its reason. */
+  signal?: AbortSignal;
 }
 
 const defaultGoCandidates = ['/usr/local/go/bin/go'];
@@ -71,6 +73,7 @@ export async function findTemporalCli(options: FindCliOptions = {}): Promise<Fou
   const allowBuild = options.allowBuild ?? true;
   const onProgress = options.onProgress ?? writeProgressToStderr;
   const goCandidates = options.goCandidates ?? defaultGoCandidates;
+  options.signal?.throwIfAborted();
 
   const { TEMPORAL_CLI_PATH: explicitPath } = env;
   if (explicitPath) {
@@ -98,7 +101,13 @@ export async function findTemporalCli(options: FindCliOptions = {}): Promise<Fou
   if (!go) {
     throw new Error(noCliMessage(cacheDir, allowBuild));
   }
-  return buildWithGo({ go, env, cacheDir, onProgress });
+  return buildWithGo({
+    go,
+    env,
+    cacheDir,
+    onProgress,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
 }
 
 /** The path a cached build of the pinned CLI lives at inside `cacheDir`. */
@@ -180,6 +189,7 @@ interface BuildContext {
   env: NodeJS.ProcessEnv;
   cacheDir: string;
   onProgress: (line: string) => void;
+  signal?: AbortSignal;
 }
 
 async function buildWithGo(context: BuildContext): Promise<FoundCli> {
@@ -220,6 +230,7 @@ async function buildWithGo(context: BuildContext): Promise<FoundCli> {
 
 async function runGoInstallWithFallback(context: BuildContext, buildDir: string): Promise<void> {
   const first = await runGoInstall(context, buildDir, {});
+  context.signal?.throwIfAborted();
   if (first.exitCode === 0) {
     return;
   }
@@ -259,6 +270,7 @@ function runGoInstall(
     const child = spawn(context.go, ['install', '-v', `${temporalCliModule}@${temporalCliVersion}`], {
       env: { ...context.env, ...extraEnv, GOBIN: buildDir },
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(context.signal ? { signal: context.signal } : {}),
     });
     const output: string[] = [];
     const forward = (line: string): void => {

@@ -1,3 +1,4 @@
+export { claimFileOf, DatabaseInUseError } from './database-claim.ts';
 export type { DevServer, DevServerOptions } from './dev-server.ts';
 export { startDevServer } from './dev-server.ts';
 export type { FindCliOptions, FoundCli } from './find-cli.ts';

@@ -11,6 +11,7 @@ import { searchAttributeKeys } from '../../src/contracts/search-attributes.ts';
 import { type DevServer, type FoundCli, findTemporalCli, startDevServer } from '../../src/dev/index.ts';
 import { findFreePort } from '../../src/dev/ports.ts';
 import { toolgateSearchAttributes } from '../../src/dev/search-attributes.ts';
+import { isProcessRunning } from '../support/child-processes.ts';
 import { waitFor } from '../support/wait.ts';
 
 const workflowsPath = fileURLToPath(new URL('../support/workflows/restart-probe.ts', import.meta.url));
@@ -32,7 +33,9 @@ afterAll(async () => {
   await Promise.allSettled(startedServers.map((server) => server.stop()));
   // stop() should already have ended every process; anything that survived is killed by pid so no
   // server outlives the run, and then reported.
-  const survivors = startedServers.filter((server) => isAlive(server.pid)).map((server) => server.pid);
+  const survivors = startedServers
+    .filter((server) => isProcessRunning(server.pid))
+    .map((server) => server.pid);
   for (const pid of survivors) {
     process.kill(pid, 'SIGKILL');
   }
@@ -40,15 +43,6 @@ afterAll(async () => {
   await rm(workDir, { recursive: true, force: true });
   console.info(progress.join('\n'));
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function start(dbFile: string, grpcPort: number): Promise<{ server: DevServer; elapsed: number }> {
   const startedAt = performance.now();
@@ -101,7 +95,7 @@ describe('embedded dev server', () => {
     }
 
     await first.server.kill();
-    expect(isAlive(first.server.pid)).toBe(false);
+    expect(isProcessRunning(first.server.pid)).toBe(false);
 
     // Same port when still free, so the restart looks like the same server to anyone configured for it.
     const port = Number(first.server.address.split(':')[1]);
@@ -155,7 +149,7 @@ describe('embedded dev server', () => {
     expect(listed).toEqual([workflowId]);
     await handle.terminate('probe done');
     await server.stop();
-    expect(isAlive(server.pid)).toBe(false);
+    expect(isProcessRunning(server.pid)).toBe(false);
     // A second stop is harmless.
     await server.stop();
   });

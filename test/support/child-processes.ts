@@ -82,3 +82,13 @@ export async function spawnScript(
 export function spawnWorker(config: WorkerProcessConfig): Promise<ChildHandle> {
   return spawnScript(workerScript, [JSON.stringify(config)], 'READY');
 }
+
+/** Whether a process with this pid exists (signal 0 checks without sending anything). */
+export function isProcessRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

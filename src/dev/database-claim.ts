@@ -1,0 +1,261 @@
+import { execFile } from 'node:child_process';
+import { unlinkSync } from 'node:fs';
+import { readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+
+/**
+ * One Temporal dev server per SQLite file. The dev server is a one-node cluster that takes its
+ * database to be its own, yet nothing in it stops a second server from opening the same file; two
+ * would then act on the same calls. The claim is a small JSON file beside the database, `<db>.owner.json`, naming the process that
+ * started the server and the server's own pid.
+ *
+ * When the owner is killed without a chance to stop its server (`kill -9`, the OOM killer), the
+ * server goes on running alone. The next claim finds it by its command line, sees that the claim's
+ * owner is gone, and stops it before a new one starts.
+ */
+
+/** A process as the system lists it. `args` is exact where the system gives it (Linux /proc). */
+export interface ListedProcess {
+  readonly pid: number;
+  readonly parentPid: number;
+  readonly command: string;
+  readonly args?: readonly string[];
+}
+
+interface ClaimRecord {
+  readonly ownerPid: number;
+  readonly serverPid?: number;
+  readonly address?: string;
+  readonly claimedAt: string;
+}
+
+export interface DatabaseClaim {
+  /** Records the server the owner started, so that a later start can tell it is an orphan. */
+  recordServer(serverPid: number, address: string): Promise<void>;
+  /** Gives the file up; safe to call more than once. */
+  release(): Promise<void>;
+}
+
+export interface ClaimOptions {
+  readonly onProgress: (line: string) => void;
+  /** Lists this machine's processes; the default reads /proc, or runs `ps` where there is none. */
+  readonly listProcesses?: () => Promise<readonly ListedProcess[]>;
+  /** How long an orphaned server gets to stop after SIGTERM before SIGKILL. Default 10000. */
+  readonly orphanGraceMilliseconds?: number;
+}
+
+/** Another live process holds the database; the message says which and what to do. */
+export class DatabaseInUseError extends Error {
+  override readonly name = 'DatabaseInUseError';
+}
+
+/** The claim file of a database. */
+export function claimFileOf(dbFile: string): string {
+  return `${dbFile}.owner.json`;
+}
+
+/**
+ * Claims `dbFile` for a server this process is about to start. Throws DatabaseInUseError when a
+ * live process holds it, and stops a server whose owner is gone.
+ */
+export async function claimDatabase(dbFile: string, options: ClaimOptions): Promise<DatabaseClaim> {
+  const claimFile = claimFileOf(dbFile);
+  const listProcesses = options.listProcesses ?? listSystemProcesses;
+  for (let attempt = 1; ; attempt++) {
+    const existing = await readClaim(claimFile);
+    const servers = serversOn(dbFile, await listProcesses());
+    // The owner holds the file while it lives and, once it has recorded its server, while that
+    // server runs as its child. A recorded server under another parent is an orphan, even if a
+    // new process has since been given the owner's pid.
+    const owner =
+      existing !== undefined &&
+      isAlive(existing.ownerPid) &&
+      (existing.serverPid === undefined ||
+        servers.some((server) => server.pid === existing.serverPid && server.parentPid === existing.ownerPid))
+        ? existing.ownerPid
+        : undefined;
+    for (const server of servers) {
+      const orphan = existing?.serverPid === server.pid && owner === undefined;
+      if (!orphan) throw new DatabaseInUseError(serverInUseMessage(dbFile, server.pid, owner));
+      await stopOrphan(server.pid, options.orphanGraceMilliseconds ?? 10_000);
+      options.onProgress(
+        `Stopped the Temporal dev server (pid ${server.pid}) that a toolgate no longer running ` +
+          `(pid ${existing?.ownerPid}) had left on ${dbFile}.`,
+      );
+    }
+    if (owner !== undefined) {
+      // The owner is starting its server, or runs one that the listing could not show.
+      throw new DatabaseInUseError(
+        `${dbFile} is claimed by ${owner === process.pid ? 'this process' : `a running process (pid ${owner})`}, ` +
+          `which starts or runs a Temporal server on it. Stop that one first, or use another data directory. ` +
+          `If that process is not a toolgate (its pid was reused), delete ${claimFile}.`,
+      );
+    }
+    await unlink(claimFile).catch(() => undefined);
+    const record: ClaimRecord = { ownerPid: process.pid, claimedAt: new Date().toISOString() };
+    try {
+      // 'wx' fails when another start created the file after it was read: then look again.
+      await writeFile(claimFile, `${JSON.stringify(record)}\n`, { flag: 'wx' });
+      return ownedClaim(claimFile, record);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw error;
+    }
+  }
+}
+
+function ownedClaim(claimFile: string, record: ClaimRecord): DatabaseClaim {
+  let released = false;
+  // A process that exits without stopping its server has it killed by the dev server's own exit
+  // hook; the claim goes with it.
+  const releaseOnExit = (): void => {
+    try {
+      unlinkSync(claimFile);
+    } catch {
+      // Already gone.
+    }
+  };
+  process.on('exit', releaseOnExit);
+  return {
+    async recordServer(serverPid, address) {
+      if (released) return;
+      const temporary = `${claimFile}.${process.pid}.tmp`;
+      await writeFile(temporary, `${JSON.stringify({ ...record, serverPid, address })}\n`);
+      await rename(temporary, claimFile);
+    },
+    async release() {
+      if (released) return;
+      released = true;
+      process.off('exit', releaseOnExit);
+      const current = await readClaim(claimFile);
+      if (current?.ownerPid === record.ownerPid) await unlink(claimFile).catch(() => undefined);
+    },
+  };
+}
+
+/** The claim on file; undefined when there is none, or when it cannot be read after a short wait. */
+async function readClaim(claimFile: string): Promise<ClaimRecord | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    let text: string;
+    try {
+      text = await readFile(claimFile, 'utf8');
+    } catch {
+      return undefined;
+    }
+    try {
+      const parsed = JSON.parse(text) as Partial<ClaimRecord>;
+      if (Number.isSafeInteger(parsed.ownerPid) && (parsed.ownerPid as number) > 0)
+        return parsed as ClaimRecord;
+    } catch {
+      // Being written by another start, or damaged: look again, then treat it as stale.
+    }
+    if (attempt >= 5) return undefined;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Temporal servers whose command line opens `dbFile`. */
+function serversOn(dbFile: string, processes: readonly ListedProcess[]): ListedProcess[] {
+  return processes.filter((listed) => {
+    if (listed.pid === process.pid) return false;
+    if (listed.args) {
+      const at = listed.args.indexOf('--db-filename');
+      return listed.args.includes('start-dev') && at >= 0 && listed.args[at + 1] === dbFile;
+    }
+    return (
+      listed.command.includes(' start-dev ') && `${listed.command} `.includes(` --db-filename ${dbFile} `)
+    );
+  });
+}
+
+function serverInUseMessage(dbFile: string, serverPid: number, owner: number | undefined): string {
+  const stop =
+    owner === undefined
+      ? `stop it (kill ${serverPid})`
+      : `stop the toolgate that runs it (pid ${owner}: Ctrl-C in its terminal, or kill ${owner})`;
+  return (
+    `${dbFile} is already open in a Temporal server (pid ${serverPid}), and two servers on one file ` +
+    `would act on the same calls. Either ${stop}, or use another data directory (--data-dir).`
+  );
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, under another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function stopOrphan(pid: number, graceMilliseconds: number): Promise<void> {
+  const gone = async (withinMilliseconds: number): Promise<boolean> => {
+    const deadline = Date.now() + withinMilliseconds;
+    while (isAlive(pid)) {
+      if (Date.now() >= deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return true;
+  };
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  if (await gone(graceMilliseconds)) return;
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    return;
+  }
+  if (!(await gone(5_000))) {
+    throw new DatabaseInUseError(
+      `The orphaned Temporal server (pid ${pid}) did not stop, even after SIGKILL.`,
+    );
+  }
+}
+
+/** This machine's processes: from /proc on Linux, from `ps` elsewhere. */
+export async function listSystemProcesses(): Promise<ListedProcess[]> {
+  let entries: string[];
+  try {
+    entries = await readdir('/proc');
+  } catch {
+    return listWithPs();
+  }
+  const processes: ListedProcess[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const [cmdline, stat] = await Promise.all([
+        readFile(`/proc/${entry}/cmdline`, 'utf8'),
+        readFile(`/proc/${entry}/stat`, 'utf8'),
+      ]);
+      const args = cmdline.split('\0').filter((arg, index, all) => arg !== '' || index < all.length - 1);
+      // The name in parentheses may hold spaces and parentheses; the fields after it do not.
+      const parentPid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      processes.push({ pid: Number(entry), parentPid, command: args.join(' '), args });
+    } catch {
+      // It ended while being read.
+    }
+  }
+  return processes;
+}
+
+function listWithPs(): Promise<ListedProcess[]> {
+  return new Promise((resolve, reject) => {
+    execFile('ps', ['-A', '-o', 'pid=,ppid=,command='], { maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => {
+      if (error) {
+        reject(
+          new Error(`Could not list processes with ps to check who uses the database: ${error.message}`),
+        );
+        return;
+      }
+      const processes: ListedProcess[] = [];
+      for (const line of stdout.split('\n')) {
+        const match = /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line);
+        if (match) processes.push({ pid: Number(match[1]), parentPid: Number(match[2]), command: match[3]! });
+      }
+      resolve(processes);
+    });
+  });
+}

@@ -1,0 +1,148 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  claimDatabase,
+  claimFileOf,
+  DatabaseInUseError,
+  type ListedProcess,
+  listSystemProcesses,
+} from '../../../src/dev/database-claim.ts';
+
+/** A pid that belonged to a process which has exited. */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', '0']);
+  await new Promise((resolve) => child.once('exit', resolve));
+  return child.pid!;
+}
+
+/** A live stand-in for a server: the listing given to the claim says what its command line is. */
+function standIn(): ChildProcess {
+  return spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+}
+
+function serverListing(pid: number, parentPid: number, dbFile: string): ListedProcess {
+  const args = ['temporal', 'server', 'start-dev', '--db-filename', dbFile, '--port', '7233'];
+  return { pid, parentPid, command: args.join(' '), args };
+}
+
+const quiet = { onProgress: () => undefined };
+
+describe('claimDatabase', () => {
+  let dir: string;
+  let dbFile: string;
+  const children: ChildProcess[] = [];
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'toolgate-claim-'));
+    dbFile = join(dir, 'temporal.db');
+  });
+  afterEach(async () => {
+    for (const child of children.splice(0)) child.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('claims a free file, records the server, and releases it', async () => {
+    const claim = await claimDatabase(dbFile, { ...quiet, listProcesses: async () => [] });
+    expect(JSON.parse(await readFile(claimFileOf(dbFile), 'utf8'))).toMatchObject({ ownerPid: process.pid });
+    await claim.recordServer(4242, '127.0.0.1:7233');
+    expect(JSON.parse(await readFile(claimFileOf(dbFile), 'utf8'))).toMatchObject({
+      ownerPid: process.pid,
+      serverPid: 4242,
+      address: '127.0.0.1:7233',
+    });
+    await claim.release();
+    expect(existsSync(claimFileOf(dbFile))).toBe(false);
+    await claim.release();
+  });
+
+  it('refuses a file that a live process has claimed, naming it, and leaves its claim alone', async () => {
+    const owner = standIn();
+    children.push(owner);
+    const record = { ownerPid: owner.pid, claimedAt: new Date().toISOString() };
+    await writeFile(claimFileOf(dbFile), JSON.stringify(record));
+    const attempt = claimDatabase(dbFile, { ...quiet, listProcesses: async () => [] });
+    await expect(attempt).rejects.toThrow(DatabaseInUseError);
+    await expect(attempt).rejects.toThrow(`a running process (pid ${owner.pid})`);
+    expect(JSON.parse(await readFile(claimFileOf(dbFile), 'utf8'))).toEqual(record);
+  });
+
+  it('refuses a file that a server toolgate did not start has open, and says how to stop it', async () => {
+    const server = standIn();
+    children.push(server);
+    const attempt = claimDatabase(dbFile, {
+      ...quiet,
+      listProcesses: async () => [serverListing(server.pid!, 1, dbFile)],
+    });
+    await expect(attempt).rejects.toThrow(`already open in a Temporal server (pid ${server.pid})`);
+    await expect(attempt).rejects.toThrow(`kill ${server.pid}`);
+    expect(server.exitCode).toBeNull();
+  });
+
+  it('refuses while the owner runs its recorded server, and points at the owner', async () => {
+    const owner = standIn();
+    const server = standIn();
+    children.push(owner, server);
+    await writeFile(
+      claimFileOf(dbFile),
+      JSON.stringify({ ownerPid: owner.pid, serverPid: server.pid, claimedAt: new Date().toISOString() }),
+    );
+    const attempt = claimDatabase(dbFile, {
+      ...quiet,
+      listProcesses: async () => [serverListing(server.pid!, owner.pid!, dbFile)],
+    });
+    await expect(attempt).rejects.toThrow(`stop the toolgate that runs it (pid ${owner.pid}`);
+    expect(server.exitCode).toBeNull();
+  });
+
+  it('stops the server a dead owner left behind, then claims the file', async () => {
+    const orphan = standIn();
+    children.push(orphan);
+    const gonePid = await deadPid();
+    await writeFile(
+      claimFileOf(dbFile),
+      JSON.stringify({ ownerPid: gonePid, serverPid: orphan.pid, claimedAt: new Date().toISOString() }),
+    );
+    const exited = new Promise((resolve) => orphan.once('exit', (_code, signal) => resolve(signal)));
+    const lines: string[] = [];
+    await claimDatabase(dbFile, {
+      onProgress: (line) => lines.push(line),
+      listProcesses: async () => (orphan.exitCode === null ? [serverListing(orphan.pid!, 1, dbFile)] : []),
+    });
+    expect(await exited).toBe('SIGTERM');
+    expect(lines.join('\n')).toContain(`Stopped the Temporal dev server (pid ${orphan.pid})`);
+    expect(lines.join('\n')).toContain(`(pid ${gonePid})`);
+    expect(JSON.parse(await readFile(claimFileOf(dbFile), 'utf8'))).toMatchObject({ ownerPid: process.pid });
+  });
+
+  it('takes over a claim whose owner is gone, or that cannot be read', async () => {
+    await writeFile(claimFileOf(dbFile), JSON.stringify({ ownerPid: await deadPid(), claimedAt: 'x' }));
+    const first = await claimDatabase(dbFile, { ...quiet, listProcesses: async () => [] });
+    await first.release();
+    await writeFile(claimFileOf(dbFile), '{"ownerPid": 12');
+    await claimDatabase(dbFile, { ...quiet, listProcesses: async () => [] });
+    expect(JSON.parse(await readFile(claimFileOf(dbFile), 'utf8'))).toMatchObject({ ownerPid: process.pid });
+  });
+
+  it('ignores servers on other files', async () => {
+    const server = standIn();
+    children.push(server);
+    await claimDatabase(dbFile, {
+      ...quiet,
+      listProcesses: async () => [serverListing(server.pid!, 1, `${dbFile}-other`)],
+    });
+    expect(server.exitCode).toBeNull();
+  });
+});
+
+describe('listSystemProcesses', () => {
+  it('lists this process with its parent and its exact arguments', async () => {
+    const own = (await listSystemProcesses()).find((listed) => listed.pid === process.pid);
+    expect(own).toBeDefined();
+    expect(own!.parentPid).toBe(process.ppid);
+    expect(own!.args?.[0]).toBeTruthy();
+    expect(own!.command).toContain(own!.args![0]!);
+  });
+});
