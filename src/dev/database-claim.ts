@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { unlinkSync } from 'node:fs';
-import { readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 
 /**
  * One Temporal dev server per SQLite file. The dev server is a one-node cluster that takes its
@@ -59,6 +59,16 @@ export function claimFileOf(dbFile: string): string {
  */
 export async function claimDatabase(dbFile: string, options: ClaimOptions): Promise<DatabaseClaim> {
   const claimFile = claimFileOf(dbFile);
+  // Reading the claim, judging it and replacing a stale one must not interleave with another
+  // start doing the same: each would delete the claim the other had just written.
+  return withClaimLock(claimFile, () => claimUnderLock(dbFile, claimFile, options));
+}
+
+async function claimUnderLock(
+  dbFile: string,
+  claimFile: string,
+  options: ClaimOptions,
+): Promise<DatabaseClaim> {
   const listProcesses = options.listProcesses ?? listSystemProcesses;
   for (let attempt = 1; ; attempt++) {
     const existing = await readClaim(claimFile);
@@ -131,24 +141,53 @@ function ownedClaim(claimFile: string, record: ClaimRecord): DatabaseClaim {
   };
 }
 
-/** The claim on file; undefined when there is none, or when it cannot be read after a short wait. */
+/** The claim on file; undefined when there is none, or when it cannot be read (a damaged file). */
 async function readClaim(claimFile: string): Promise<ClaimRecord | undefined> {
-  for (let attempt = 1; ; attempt++) {
-    let text: string;
+  try {
+    const parsed = JSON.parse(await readFile(claimFile, 'utf8')) as Partial<ClaimRecord>;
+    return Number.isSafeInteger(parsed.ownerPid) && (parsed.ownerPid as number) > 0
+      ? (parsed as ClaimRecord)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A claim takes milliseconds, or up to 15 s when it stops an orphaned server; a lock older than a
+ * minute was left by a process that died while claiming.
+ */
+const staleLockMilliseconds = 60_000;
+
+/** Runs `work` holding `<claim>.lock`, created exclusively; waits for another holder to finish. */
+async function withClaimLock<T>(claimFile: string, work: () => Promise<T>): Promise<T> {
+  const lockFile = `${claimFile}.lock`;
+  const deadline = Date.now() + staleLockMilliseconds;
+  for (;;) {
     try {
-      text = await readFile(claimFile, 'utf8');
-    } catch {
-      return undefined;
+      await writeFile(lockFile, `${process.pid}\n`, { flag: 'wx' });
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    try {
-      const parsed = JSON.parse(text) as Partial<ClaimRecord>;
-      if (Number.isSafeInteger(parsed.ownerPid) && (parsed.ownerPid as number) > 0)
-        return parsed as ClaimRecord;
-    } catch {
-      // Being written by another start, or damaged: look again, then treat it as stale.
+    const age = await stat(lockFile).then(
+      (info) => Date.now() - info.mtimeMs,
+      () => 0,
+    );
+    if (age > staleLockMilliseconds) {
+      await unlink(lockFile).catch(() => undefined);
+    } else if (Date.now() > deadline) {
+      throw new DatabaseInUseError(
+        `Another start has held ${lockFile} for over a minute. If no toolgate is starting, delete it.`,
+      );
+    } else {
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    if (attempt >= 5) return undefined;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  try {
+    return await work();
+  } finally {
+    await unlink(lockFile).catch(() => undefined);
   }
 }
 

@@ -126,6 +126,34 @@ describe('claimDatabase', () => {
     expect(JSON.parse(await readFile(claimFileOf(dbFile), 'utf8'))).toMatchObject({ ownerPid: process.pid });
   });
 
+  it('lets only one of two overlapping starts through, on a free file or over a stale claim', async () => {
+    for (const stale of [undefined, JSON.stringify({ ownerPid: await deadPid(), claimedAt: 'x' })]) {
+      if (stale) await writeFile(claimFileOf(dbFile), stale);
+      // The second start is slow to list processes: it has looked at the claim file before the
+      // first start wrote its claim, and goes on only once the first has finished.
+      let firstDone!: () => void;
+      const firstFinished = new Promise<void>((resolve) => {
+        firstDone = resolve;
+      });
+      const first = claimDatabase(dbFile, { ...quiet, listProcesses: async () => [] });
+      void first.finally(firstDone);
+      const second = claimDatabase(dbFile, {
+        ...quiet,
+        listProcesses: async () => {
+          await firstFinished;
+          return [];
+        },
+      });
+      const claim = await first;
+      await expect(second).rejects.toThrow(DatabaseInUseError);
+      expect(JSON.parse(await readFile(claimFileOf(dbFile), 'utf8'))).toMatchObject({
+        ownerPid: process.pid,
+      });
+      await claim.release();
+      expect(existsSync(claimFileOf(dbFile))).toBe(false);
+    }
+  });
+
   it('ignores servers on other files', async () => {
     const server = standIn();
     children.push(server);
