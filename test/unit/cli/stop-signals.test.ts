@@ -71,11 +71,19 @@ function createParts() {
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
+type Parts = ReturnType<typeof createParts>;
+
+/** A run on a fresh host with fresh parts; `configure` edits the parts before the run begins. */
+function beginRun(configure?: (parts: Parts) => void) {
+  const harness = createHost();
+  const parts = createParts();
+  configure?.(parts);
+  return { ...harness, parts, run: runUntilStopped(parts.options, harness.host) };
+}
+
 describe('runUntilStopped', () => {
   it('stops gracefully on the first signal and exits 0', async () => {
-    const { host, state, send } = createHost();
-    const parts = createParts();
-    const run = runUntilStopped(parts.options, host);
+    const { state, send, parts, run } = beginRun();
     parts.finishStart();
     await settle();
     send('SIGINT');
@@ -87,14 +95,13 @@ describe('runUntilStopped', () => {
   });
 
   it('treats a repeat within the window as the same key press, and a later one as a forced exit', async () => {
-    const { host, state, send } = createHost();
-    const parts = createParts();
     // A stop that hangs, as one waiting on a tool that ignores its cancellation would.
-    parts.options.stop = () => {
-      parts.calls.stops++;
-      return new Promise<void>(() => undefined);
-    };
-    const run = runUntilStopped(parts.options, host);
+    const { state, send, parts, run } = beginRun((parts) => {
+      parts.options.stop = () => {
+        parts.calls.stops++;
+        return new Promise<void>(() => undefined);
+      };
+    });
     parts.finishStart();
     await settle();
     send('SIGINT');
@@ -114,9 +121,7 @@ describe('runUntilStopped', () => {
   });
 
   it('interrupts the start: the start sees the abort, and the process exits 130 once it has undone itself', async () => {
-    const { host, state, send } = createHost();
-    const parts = createParts();
-    const run = runUntilStopped(parts.options, host);
+    const { state, send, parts, run } = beginRun();
     await settle();
     send('SIGTERM');
     expect(parts.startSignal()?.aborted).toBe(true);
@@ -130,9 +135,7 @@ describe('runUntilStopped', () => {
   });
 
   it('stops what a start returned when the signal came as it finished, and exits 130', async () => {
-    const { host, state, send } = createHost();
-    const parts = createParts();
-    const run = runUntilStopped(parts.options, host);
+    const { state, send, parts, run } = beginRun();
     await settle();
     send('SIGINT');
     parts.finishStart();
@@ -142,9 +145,7 @@ describe('runUntilStopped', () => {
   });
 
   it('passes a failed start on as it is, with no exit and no listener left behind', async () => {
-    const { host, state, listening } = createHost();
-    const parts = createParts();
-    const run = runUntilStopped(parts.options, host);
+    const { state, listening, parts, run } = beginRun();
     await settle();
     expect(listening()).toBe(2);
     parts.failStart(new Error('port taken'));
@@ -154,9 +155,7 @@ describe('runUntilStopped', () => {
   });
 
   it('stops the parts when they fail on their own, and passes the failure on', async () => {
-    const { host, state, listening } = createHost();
-    const parts = createParts();
-    const run = runUntilStopped(parts.options, host);
+    const { state, listening, parts, run } = beginRun();
     parts.finishStart();
     await settle();
     parts.endRun(new Error('worker crashed'));
@@ -167,12 +166,11 @@ describe('runUntilStopped', () => {
   });
 
   it('stops the parts when announcing them fails', async () => {
-    const { host } = createHost();
-    const parts = createParts();
-    parts.options.started = () => {
-      throw new Error('disk full');
-    };
-    const run = runUntilStopped(parts.options, host);
+    const { parts, run } = beginRun((parts) => {
+      parts.options.started = () => {
+        throw new Error('disk full');
+      };
+    });
     parts.finishStart();
     await expect(run).rejects.toThrow('disk full');
     expect(parts.calls.stops).toBe(1);
