@@ -159,20 +159,23 @@ async function startEmbeddedParts(
     );
     nativeConnection = opened;
     undo.push(() => opened.close());
-    // Creating a worker bundles the workflow code, which takes seconds; a worker that arrives after
-    // an interruption is dropped, since closing its connection above ends it.
-    worker = await untilAborted(
-      createWorker({
-        connection: nativeConnection,
-        namespace,
-        taskQueue,
-        activities: createExampleActivities(tools, {
-          ...(options.policy ? { policy: options.policy } : {}),
-          approvalPublicKeys: [publicKey],
-        }),
+    // Creating a worker bundles the workflow code, which takes seconds, and cannot be interrupted.
+    // A worker that arrives after an interruption already owns its workflow threads, which keep
+    // the process alive, so the undo waits for it and runs it down before its connection closes.
+    const creating = createWorker({
+      connection: nativeConnection,
+      namespace,
+      taskQueue,
+      activities: createExampleActivities(tools, {
+        ...(options.policy ? { policy: options.policy } : {}),
+        approvalPublicKeys: [publicKey],
       }),
-      signal,
-    );
+    });
+    undo.push(async () => {
+      const late = await creating.catch(() => undefined);
+      if (late?.getState() === 'INITIALIZED') await late.runUntil(Promise.resolve());
+    });
+    worker = await untilAborted(creating, signal);
     running = worker.run();
   }
 

@@ -2,9 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { CallContext } from '../../src/contracts/call-record.ts';
 import { startEmbedded } from '../../src/embedded.ts';
+import { isProcessRunning, spawnScript } from '../support/child-processes.ts';
 
 const agent: CallContext = { tenant: 'embedded', principal: 'agent-1', principalKind: 'agent' };
 
@@ -88,6 +90,31 @@ describe('the embedded default (what npm start runs)', () => {
       expect(record.status).toBe('succeeded');
     } finally {
       await joined.stop();
+    }
+  });
+
+  it('an interrupted start leaves nothing running, even a worker still being created', async () => {
+    // A library caller's start, interrupted while the worker bundles its workflow code: the start
+    // rejects, its server is stopped, and the worker that arrives afterwards must not keep the
+    // process alive (its workflow threads did, before).
+    const script = fileURLToPath(new URL('../support/interrupted-embedded.ts', import.meta.url));
+    const child = await spawnScript(script, [join(dataDir, 'interrupted')], 'INTERRUPTED');
+    try {
+      expect(child.lines).toContain('INTERRUPTED interrupted while the worker was being created');
+      const exited = await Promise.race([
+        new Promise<'exited'>((resolve) => {
+          if (child.process.exitCode !== null) resolve('exited');
+          else child.process.once('exit', () => resolve('exited'));
+        }),
+        new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 30_000)),
+      ]);
+      expect(exited).toBe('exited');
+      expect(child.process.exitCode).toBe(0);
+      const ready = child.lines.join('\n').match(/Temporal dev server ready at \S+ \(pid (\d+)\)/);
+      expect(ready, child.lines.join('\n')).not.toBeNull();
+      expect(isProcessRunning(Number(ready![1]))).toBe(false);
+    } finally {
+      await child.kill();
     }
   });
 });
