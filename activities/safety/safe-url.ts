@@ -33,6 +33,12 @@ export interface VettedUrl extends ParsedSafeUrl {
   readonly family: 4 | 6;
 }
 
+/** Request headers in any form fetch takes them: a plain object, name/value pairs or a `Headers`. */
+export type SafeFetchHeaders =
+  | Readonly<Record<string, string>>
+  | Iterable<readonly [string, string]>
+  | Headers;
+
 export interface SafeFetchResponse {
   readonly status: number;
   readonly contentType: string | undefined;
@@ -44,22 +50,30 @@ export interface SafeFetchResponse {
 }
 
 export interface SafeUrlGuard {
-  /** Checks a URL's text, resolves its host once and checks every address. Throws ToolDenied. */
-  vet(raw: string): Promise<VettedUrl>;
+  /**
+   * Checks a URL's text, resolves its host once and checks every address. Throws ToolDenied. An
+   * abort of `signal` ends a pending resolution at once and throws the signal's reason.
+   */
+  vet(raw: string, options?: { signal?: AbortSignal }): Promise<VettedUrl>;
   /**
    * GETs a URL with the connection pinned to the vetted address, following redirects by hand and
    * checking every hop. Refusals throw ToolDenied (no request was sent); transport problems throw
-   * a retryable ToolError. A 4xx or 5xx answer is returned, not thrown.
+   * a retryable ToolError. A 4xx or 5xx answer is returned, not thrown. A redirect to another
+   * origin (scheme, host or port) drops the `authorization`, `cookie` and `proxy-authorization`
+   * headers for that hop and every later one.
    */
   fetch(
     raw: string,
-    options?: { signal?: AbortSignal; headers?: Record<string, string> },
+    options?: { signal?: AbortSignal; headers?: SafeFetchHeaders },
   ): Promise<SafeFetchResponse>;
   /** Counters: host resolutions and sockets opened. Tests use them to prove nothing was opened. */
   readonly stats: { resolutions: number; connections: number };
 }
 
 const redirectStatuses = new Set([301, 302, 303, 307, 308]);
+
+/** Headers that carry the caller's credentials: never sent on to an origin they were not meant for. */
+const credentialHeaders = new Set(['authorization', 'cookie', 'proxy-authorization']);
 
 /**
  * Why an address may not be connected to, or undefined when it is globally routable unicast.
@@ -115,7 +129,7 @@ export function safeUrl(options: SafeUrlOptions = {}): SafeUrlGuard {
     allowLoopbackForTests: typeof loopback === 'boolean' ? loopback : loopback.ports.includes(port),
   });
 
-  async function vet(raw: string): Promise<VettedUrl> {
+  async function vet(raw: string, vetOptions: { signal?: AbortSignal } = {}): Promise<VettedUrl> {
     const parsed = parseSafeUrl(raw, options);
     if (!parsed.ok) throw new ToolDenied(`URL refused: ${parsed.problem}.`);
     const target = parsed.value;
@@ -126,8 +140,11 @@ export function safeUrl(options: SafeUrlOptions = {}): SafeUrlGuard {
     } else {
       stats.resolutions++;
       try {
-        addresses = await resolve(target.host);
-      } catch {
+        // The resolver is raced against the signal: a slow DNS server must not outlast the
+        // fetch's time bound or the caller's abort.
+        addresses = await untilAborted(resolve(target.host), vetOptions.signal);
+      } catch (error) {
+        if (vetOptions.signal?.aborted && error === vetOptions.signal.reason) throw error;
         throw new ToolError('The host name does not resolve. Check the URL for typos.', {
           effect: 'none',
           retryable: false,
@@ -191,13 +208,27 @@ export function safeUrl(options: SafeUrlOptions = {}): SafeUrlGuard {
 
   async function fetchUrl(
     raw: string,
-    fetchOptions: { signal?: AbortSignal; headers?: Record<string, string> } = {},
+    fetchOptions: { signal?: AbortSignal; headers?: SafeFetchHeaders } = {},
   ): Promise<SafeFetchResponse> {
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = fetchOptions.signal ? AbortSignal.any([fetchOptions.signal, timeout]) : timeout;
+    const timedOut = (cause: unknown) =>
+      new ToolError(`The site did not answer within ${timeoutMs} ms. Try again later.`, {
+        effect: 'none',
+        cause,
+      });
+    // Lower-case name/value pairs; a redirect to another origin takes the credentials out for good.
+    let headers = headerPairs(fetchOptions.headers);
     let current = raw;
     for (let redirects = 0; ; redirects++) {
-      const vetted = await vet(current);
+      let vetted: VettedUrl;
+      try {
+        vetted = await vet(current, { signal });
+      } catch (error) {
+        // Only an abort during resolution is translated; refusals and DNS failures pass unchanged.
+        if (signal.aborted && error === signal.reason && timeout.aborted) throw timedOut(error);
+        throw error;
+      }
       const agent = pinnedAgent(vetted);
       try {
         let response: Awaited<ReturnType<typeof request>>;
@@ -206,17 +237,12 @@ export function safeUrl(options: SafeUrlOptions = {}): SafeUrlGuard {
             method: 'GET',
             dispatcher: agent,
             signal,
-            headers: { 'user-agent': 'toolgate-http-fetch', ...fetchOptions.headers },
+            headers: requestHeaders(headers),
             headersTimeout: timeoutMs,
             bodyTimeout: timeoutMs,
           });
         } catch (error) {
-          if (timeout.aborted) {
-            throw new ToolError(`The site did not answer within ${timeoutMs} ms. Try again later.`, {
-              effect: 'none',
-              cause: error,
-            });
-          }
+          if (timeout.aborted) throw timedOut(error);
           if (fetchOptions.signal?.aborted) throw error;
           throw new ToolError('The site could not be reached. Try again later.', {
             effect: 'none',
@@ -234,6 +260,13 @@ export function safeUrl(options: SafeUrlOptions = {}): SafeUrlGuard {
             next = new URL(location, vetted.url);
           } catch {
             throw new ToolError('The site sent a malformed redirect.', { effect: 'none', retryable: false });
+          }
+          // As fetch does: credentials stay with the origin they were given for. A change of scheme
+          // (https to http included), host or port is another origin; a later redirect back to the
+          // first origin does not bring them back. Method and body need no rewrite: every hop is a
+          // GET without a body, which is what 301/302/303 turn a request into anyway.
+          if (next.origin !== vetted.url.origin) {
+            headers = headers.filter(([name]) => !credentialHeaders.has(name));
           }
           current = next.href;
           continue;
@@ -278,6 +311,58 @@ export function safeUrl(options: SafeUrlOptions = {}): SafeUrlGuard {
   }
 
   return { vet, fetch: fetchUrl, stats };
+}
+
+/**
+ * Settles like `promise` unless `signal` aborts first, then rejects with the signal's reason. The
+ * promise is left to settle on its own; its result or error is dropped.
+ */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) {
+    promise.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolvePromise, rejectPromise) => {
+    const onAbort = () => rejectPromise(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolvePromise(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        rejectPromise(error);
+      },
+    );
+  });
+}
+
+/** The caller's headers as lower-case name/value pairs, whatever form they came in. */
+function headerPairs(headers: SafeFetchHeaders | undefined): Array<readonly [string, string]> {
+  if (!headers) return [];
+  const entries: Iterable<readonly [string, string]> =
+    Symbol.iterator in headers
+      ? (headers as Iterable<readonly [string, string]>)
+      : Object.entries(headers as Readonly<Record<string, string>>);
+  return Array.from(entries, ([name, value]) => [name.toLowerCase(), String(value)] as const);
+}
+
+/** The headers for undici: the default user agent unless the caller set one, repeated names kept. */
+function requestHeaders(pairs: ReadonlyArray<readonly [string, string]>): Record<string, string | string[]> {
+  const byName = new Map<string, string[]>([['user-agent', []]]);
+  for (const [name, value] of pairs) {
+    const values = byName.get(name);
+    if (values) values.push(value);
+    else byName.set(name, [value]);
+  }
+  return Object.fromEntries(
+    Array.from(byName, ([name, values]) => [
+      name,
+      values.length === 0 ? 'toolgate-http-fetch' : values.length === 1 ? values[0]! : values,
+    ]),
+  );
 }
 
 function tooLarge(maxResponseBytes: number): ToolError {

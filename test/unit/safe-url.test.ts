@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addressProblem, safeUrl } from '../../activities/safety/safe-url.ts';
 import { ToolDenied, ToolError } from '../../activities/tool-implementation.ts';
@@ -173,6 +174,155 @@ describe('safeUrl', () => {
       expect((error as Error).message).toMatch(/refused rather than cut off/);
     } finally {
       await big.close();
+    }
+  });
+
+  const credentials = {
+    Authorization: 'Bearer SECRET',
+    Cookie: 'session=abc',
+    'Proxy-Authorization': 'Basic cHJveHk6c2VjcmV0',
+    'X-Trace': 'trace-1',
+  };
+  const credentialNames = ['authorization', 'cookie', 'proxy-authorization'];
+
+  it.each([
+    ['an object', () => credentials],
+    ['name/value pairs', () => Object.entries(credentials) as Array<[string, string]>],
+    ['a Headers', () => new Headers(credentials)],
+  ])(
+    'drops credentials on a redirect to another port, keeps them on the same origin (%s)',
+    async (_form, headers) => {
+      // A /start → A /same (same origin) → B /hop (another port) → A /back (first origin again).
+      const seen: Array<[string, IncomingHttpHeaders]> = [];
+      const b = await startLoopbackServer((request, response) => {
+        seen.push([`B ${request.url}`, request.headers]);
+        response.writeHead(302, { location: `http://127.0.0.1:${a.port}/back` });
+        response.end();
+      });
+      const a: LoopbackServer = await startLoopbackServer((request, response) => {
+        seen.push([`A ${request.url}`, request.headers]);
+        if (request.url === '/start') response.writeHead(302, { location: '/same' });
+        else if (request.url === '/same')
+          response.writeHead(302, { location: `http://127.0.0.1:${b.port}/hop` });
+        response.end('done');
+      });
+      try {
+        const guard = safeUrl({ ports: 'any', allowLoopbackForTests: true });
+        const response = await guard.fetch(`${a.url}/start`, { headers: headers() });
+        expect(response.body).toBe('done');
+        expect(seen.map(([where]) => where)).toEqual(['A /start', 'A /same', 'B /hop', 'A /back']);
+        const [, , [, atB], [, back]] = seen as [
+          unknown,
+          unknown,
+          [string, IncomingHttpHeaders],
+          [string, IncomingHttpHeaders],
+        ];
+        for (const [where, received] of seen.slice(0, 2)) {
+          expect(received['authorization'], where).toBe('Bearer SECRET');
+          expect(received['cookie'], where).toBe('session=abc');
+          expect(received['proxy-authorization'], where).toBe('Basic cHJveHk6c2VjcmV0');
+        }
+        for (const name of credentialNames) {
+          expect(atB[name], `B got ${name}`).toBeUndefined();
+          // Gone for good: coming back to the first origin does not bring them back.
+          expect(back[name], `A /back got ${name}`).toBeUndefined();
+        }
+        // Headers that are not credentials still go along.
+        expect(atB['x-trace']).toBe('trace-1');
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    },
+  );
+
+  it('drops credentials on a redirect to another host name on the same port', async () => {
+    const seen: Array<[string, IncomingHttpHeaders]> = [];
+    const both = await startLoopbackServer((request, response) => {
+      seen.push([`${request.headers.host} ${request.url}`, request.headers]);
+      if (request.url === '/start') {
+        response.writeHead(302, { location: `http://other.example.test:${both.port}/hop` });
+      }
+      response.end('done');
+    });
+    try {
+      const dns = stubResolver({ 'first.example.test': ['127.0.0.1'], 'other.example.test': ['127.0.0.1'] });
+      const guard = safeUrl({ ports: 'any', allowLoopbackForTests: true, resolve: dns.resolve });
+      await guard.fetch(`http://first.example.test:${both.port}/start`, {
+        headers: { authorization: 'Bearer SECRET', cookie: 'session=abc' },
+      });
+      expect(seen.map(([where]) => where)).toEqual([
+        `first.example.test:${both.port} /start`,
+        `other.example.test:${both.port} /hop`,
+      ]);
+      expect(seen[0]?.[1]['authorization']).toBe('Bearer SECRET');
+      expect(seen[1]?.[1]['authorization']).toBeUndefined();
+      expect(seen[1]?.[1]['cookie']).toBeUndefined();
+    } finally {
+      await both.close();
+    }
+  });
+
+  /** A resolver that answers 127.0.0.1 only after `delayMs`; `cancel` clears its timers. */
+  function slowResolver(delayMs: number) {
+    const timers: NodeJS.Timeout[] = [];
+    return {
+      resolve: () =>
+        new Promise<readonly string[]>((resolve) => {
+          timers.push(setTimeout(() => resolve(['127.0.0.1']), delayMs));
+        }),
+      cancel: () => {
+        for (const timer of timers) clearTimeout(timer);
+      },
+    };
+  }
+
+  it('cuts a slow DNS resolution at the fetch timeout', async () => {
+    const dns = slowResolver(5000);
+    try {
+      const guard = safeUrl({
+        ports: 'any',
+        allowLoopbackForTests: true,
+        resolve: dns.resolve,
+        timeoutMs: 300,
+      });
+      const startedAt = Date.now();
+      const error = await guard
+        .fetch(`http://slow-dns.example.test:${server.port}/`)
+        .catch((caught) => caught);
+      expect(Date.now() - startedAt).toBeLessThan(3000);
+      expect(error).toBeInstanceOf(ToolError);
+      expect((error as Error).message).toMatch(/did not answer within 300 ms/);
+      expect(guard.stats.resolutions).toBe(1);
+      expect(guard.stats.connections).toBe(0);
+    } finally {
+      dns.cancel();
+    }
+  });
+
+  it("cuts a slow DNS resolution at the caller's abort", async () => {
+    const dns = slowResolver(5000);
+    const controller = new AbortController();
+    const reason = new Error('caller gave up');
+    const timer = setTimeout(() => controller.abort(reason), 300);
+    try {
+      const guard = safeUrl({
+        ports: 'any',
+        allowLoopbackForTests: true,
+        resolve: dns.resolve,
+        timeoutMs: 10_000,
+      });
+      const startedAt = Date.now();
+      const error = await guard
+        .fetch(`http://slow-dns.example.test:${server.port}/`, { signal: controller.signal })
+        .catch((caught) => caught);
+      expect(Date.now() - startedAt).toBeLessThan(3000);
+      // The abort's own reason, as an abort during the request itself gives.
+      expect(error).toBe(reason);
+      expect(guard.stats.connections).toBe(0);
+    } finally {
+      clearTimeout(timer);
+      dns.cancel();
     }
   });
 
