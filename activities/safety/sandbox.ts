@@ -119,19 +119,26 @@ export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandb
     async readFile(relativePath, readOptions = {}) {
       const target = await resolve(relativePath);
       await options.beforeOpenForTests?.(dirname(target));
-      const handle = await open(target, constants.O_RDONLY | constants.O_NOFOLLOW).catch(
-        (error: NodeJS.ErrnoException) => {
-          if (error.code === 'ELOOP') throw new ToolDenied('Path refused: it is a symbolic link.');
-          if (error.code === 'ENOENT') throw new ToolDenied('No such file in the sandbox.');
-          throw error;
-        },
-      );
+      // O_NONBLOCK: opening a named pipe must not wait for a writer; it is refused below.
+      const handle = await open(
+        target,
+        constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+      ).catch((error: NodeJS.ErrnoException) => {
+        if (error.code === 'ELOOP') throw new ToolDenied('Path refused: it is a symbolic link.');
+        if (error.code === 'ENOENT') throw new ToolDenied('No such file in the sandbox.');
+        if (error.code === 'ENOTDIR')
+          throw new ToolDenied('Path refused: a part of the path is not a folder.');
+        throw error;
+      });
       try {
         // Checked before a byte is read: a swap after the check must not read a file elsewhere.
         if (!(await isOpenedAt(handle, target))) {
           throw new ToolDenied('Path refused: the folder changed while the file was being opened.');
         }
         const info = await handle.stat();
+        if (!info.isFile()) {
+          throw new ToolDenied('Path refused: it is a folder or a special file, not a file. Name a file.');
+        }
         const maxBytes = readOptions.maxBytes ?? 1024 * 1024;
         if (info.size > maxBytes) throw new ToolDenied(`The file is larger than ${maxBytes} bytes.`);
         return await handle.readFile({ encoding: 'utf8' });

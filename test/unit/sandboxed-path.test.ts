@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -105,6 +106,23 @@ describe('sandboxed path: execution-time check', () => {
     expect(await sandbox.readFile('q3/r.md')).toBe('inside');
     await expect(sandbox.readFile('q3/r.md', { maxBytes: 3 })).rejects.toThrow(/larger than 3 bytes/);
     await expect(sandbox.readFile('q3/missing.md')).rejects.toThrow(/No such file/);
+  });
+
+  it('refuses a folder, a named pipe, and a path through a file, each as a denial the model can act on', async () => {
+    await mkdir(join(base, 'd'));
+    await writeFile(join(base, 'plain.md'), 'x');
+    execFileSync('mkfifo', [join(base, 'pipe')]);
+    const sandbox = sandboxedPath(base);
+    for (const [path, reason] of [
+      ['d', /it is a folder or a special file/],
+      // Opening a pipe would wait for a writer forever: it must be refused at once.
+      ['pipe', /it is a folder or a special file/],
+      ['plain.md/x.md', /a part of the path is not a folder/],
+    ] as const) {
+      const attempt = sandbox.readFile(path);
+      await expect(attempt, path).rejects.toBeInstanceOf(ToolDenied);
+      await expect(attempt, path).rejects.toThrow(reason);
+    }
   });
 
   it('catches a folder swapped for a symlink between validation and read, before reading', async () => {
