@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { unlinkSync } from 'node:fs';
-import { readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { readdir, readFile, readlink, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { isAbsolute, resolve } from 'node:path';
 
 /**
  * One Temporal dev server per SQLite file. The dev server is a one-node cluster that takes its
@@ -19,6 +20,8 @@ export interface ListedProcess {
   readonly parentPid: number;
   readonly command: string;
   readonly args?: readonly string[];
+  /** The working directory, where the system gives it (Linux /proc, same user). */
+  readonly cwd?: string;
 }
 
 interface ClaimRecord {
@@ -191,18 +194,40 @@ async function withClaimLock<T>(claimFile: string, work: () => Promise<T>): Prom
   }
 }
 
-/** Temporal servers whose command line opens `dbFile`. */
+/**
+ * Temporal servers whose command line opens `dbFile` (an absolute path). A server started by hand
+ * may name its file relative to its own working directory, and in any of the flag's forms
+ * (`--db-filename F`, `--db-filename=F`, `-f F`, `-fF`, `-f=F`).
+ */
 function serversOn(dbFile: string, processes: readonly ListedProcess[]): ListedProcess[] {
   return processes.filter((listed) => {
     if (listed.pid === process.pid) return false;
     if (listed.args) {
-      const at = listed.args.indexOf('--db-filename');
-      return listed.args.includes('start-dev') && at >= 0 && listed.args[at + 1] === dbFile;
+      if (!listed.args.includes('start-dev')) return false;
+      const named = databaseArgument(listed.args);
+      if (named === undefined) return false;
+      if (isAbsolute(named)) return resolve(named) === dbFile;
+      return listed.cwd !== undefined && resolve(listed.cwd, named) === dbFile;
     }
     return (
-      listed.command.includes(' start-dev ') && `${listed.command} `.includes(` --db-filename ${dbFile} `)
+      listed.command.includes(' start-dev ') &&
+      [` --db-filename ${dbFile} `, ` --db-filename=${dbFile} `, ` -f ${dbFile} `].some((form) =>
+        `${listed.command} `.includes(form),
+      )
     );
   });
+}
+
+/** The value of the dev server's database flag, in whichever form it was given. */
+function databaseArgument(args: readonly string[]): string | undefined {
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!;
+    if (arg === '--db-filename' || arg === '-f') return args[index + 1];
+    if (arg.startsWith('--db-filename=')) return arg.slice('--db-filename='.length);
+    if (arg.startsWith('-f=')) return arg.slice(3);
+    if (arg.startsWith('-f') && !arg.startsWith('--')) return arg.slice(2);
+  }
+  return undefined;
 }
 
 function serverInUseMessage(dbFile: string, serverPid: number, owner: number | undefined): string {
@@ -265,14 +290,22 @@ export async function listSystemProcesses(): Promise<ListedProcess[]> {
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const [cmdline, stat] = await Promise.all([
+      const [cmdline, stat, cwd] = await Promise.all([
         readFile(`/proc/${entry}/cmdline`, 'utf8'),
         readFile(`/proc/${entry}/stat`, 'utf8'),
+        // Another user's process hides its working directory.
+        readlink(`/proc/${entry}/cwd`).catch(() => undefined),
       ]);
       const args = cmdline.split('\0').filter((arg, index, all) => arg !== '' || index < all.length - 1);
       // The name in parentheses may hold spaces and parentheses; the fields after it do not.
       const parentPid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      processes.push({ pid: Number(entry), parentPid, command: args.join(' '), args });
+      processes.push({
+        pid: Number(entry),
+        parentPid,
+        command: args.join(' '),
+        args,
+        ...(cwd !== undefined ? { cwd } : {}),
+      });
     } catch {
       // It ended while being read.
     }

@@ -81,6 +81,45 @@ describe('claimDatabase', () => {
     expect(server.exitCode).toBeNull();
   });
 
+  it('finds a server started by hand with a relative path, in each form of the flag', async () => {
+    // A real process with a server's command line, run from the database's folder: the listing is
+    // the system's own (/proc), working directory included.
+    for (const flag of [
+      ['--db-filename', 'temporal.db'],
+      ['--db-filename=temporal.db'],
+      ['-f', './temporal.db'],
+    ]) {
+      const byHand = spawn(
+        process.execPath,
+        ['-e', 'setInterval(() => {}, 1000)', 'temporal', 'server', 'start-dev', ...flag],
+        { cwd: dir, stdio: 'ignore' },
+      );
+      children.push(byHand);
+      const attempt = claimDatabase(dbFile, quiet);
+      await expect(attempt, flag.join(' ')).rejects.toThrow(
+        `already open in a Temporal server (pid ${byHand.pid})`,
+      );
+      byHand.kill('SIGKILL');
+      await new Promise((resolve) => byHand.once('exit', resolve));
+    }
+    // The same relative name run from another folder is another file.
+    const elsewhere = spawn(
+      process.execPath,
+      [
+        '-e',
+        'setInterval(() => {}, 1000)',
+        'temporal',
+        'server',
+        'start-dev',
+        '--db-filename',
+        'temporal.db',
+      ],
+      { cwd: tmpdir(), stdio: 'ignore' },
+    );
+    children.push(elsewhere);
+    await (await claimDatabase(dbFile, quiet)).release();
+  });
+
   it('refuses while the owner runs its recorded server, and points at the owner', async () => {
     const owner = standIn();
     const server = standIn();
