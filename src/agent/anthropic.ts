@@ -8,6 +8,7 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages';
 import {
   type ModelToolCall,
+  outcomesInCallOrder,
   type RunToolCallsOptions,
   runToolCalls,
   type ToolCallOutcome,
@@ -57,7 +58,8 @@ export async function answerAnthropicToolUse(
 
 /**
  * Builds the user message from calls and their outcomes. Pure: agent workflows use it too. Outcomes
- * are matched by id, so their order does not matter; a call without one is answered with an error
+ * are matched by position, then by id, so their order does not matter (see `outcomesInCallOrder`);
+ * a call without one is answered with an error
  * rather than left out, because an unanswered tool_use makes the next request fail.
  */
 export function anthropicToolResultMessage(
@@ -65,9 +67,9 @@ export function anthropicToolResultMessage(
   outcomes: readonly Pick<ToolCallOutcome, 'id' | 'isError' | 'text'>[],
   followUpText?: string,
 ): AnthropicToolResultMessage {
-  const byId = new Map(outcomes.map((outcome) => [outcome.id, outcome]));
-  const content: Array<ToolResultBlockParam | TextBlockParam> = calls.map((call) => {
-    const outcome = byId.get(call.id);
+  const paired = outcomesInCallOrder(calls, outcomes);
+  const content: Array<ToolResultBlockParam | TextBlockParam> = calls.map((call, index) => {
+    const outcome = paired[index];
     return {
       type: 'tool_result',
       tool_use_id: call.id,

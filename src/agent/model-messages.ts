@@ -86,8 +86,16 @@ const ipv6Full = /\b(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}\b/gi;
 const ipv6Compressed =
   /(?:\b[0-9a-f]{1,4}(?::[0-9a-f]{1,4})*)?::(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4})*)?(?![\w:])/gi;
 const hostWithPort = /\b(?:localhost|[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+):\d{2,5}\b/gi;
+// The whole dotted name, including any labels after the internal one (vault.corp.acme.io).
 const internalHost =
-  /\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:internal|local|localdomain|lan|corp|intranet|svc|cluster)\b/gi;
+  /\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:internal|local|localdomain|lan|corp|intranet|svc|cluster)(?:\.[a-z0-9-]+)*\b/gi;
+// Public names of three labels or more under a common top-level domain (db-primary.prod.acme.com).
+// Two-label names stay: "example.com" in guidance is harmless, and README.md must not match.
+const publicHost =
+  /\b[a-z0-9-]+(?:\.[a-z0-9-]+){2,}\.(?:com|net|org|io|dev|app|cloud|ai|co|biz|info|xyz|tech|eu|us|uk|de|fr|nl|jp|ca|au|ch|gov|edu)\b/gi;
+// The host a resolver or socket error names (getaddrinfo ENOTFOUND billing, connect ECONNREFUSED db).
+const hostAfterErrorCode =
+  /\b(ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)\s+(?!\[)[^\s'",;)]+/g;
 const localhost = /\blocalhost\b/gi;
 
 /**
@@ -106,6 +114,8 @@ export function scrubForModel(text: string): string {
     .replace(ipv6Compressed, '[address removed]')
     .replace(hostWithPort, '[address removed]')
     .replace(internalHost, '[host removed]')
+    .replace(publicHost, '[host removed]')
+    .replace(hostAfterErrorCode, (_match, code: string) => `${code} [host removed]`)
     .replace(localhost, '[host removed]')
     .replace(stackFrame, (frame) => (/:\d+:\d+/.test(frame) ? '' : frame))
     .replace(/\n{2,}/g, '\n')

@@ -7,6 +7,7 @@ import type {
 import type { ResponseFunctionToolCall, ResponseInputItem } from 'openai/resources/responses/responses';
 import {
   type ModelToolCall,
+  outcomesInCallOrder,
   type RunToolCallsOptions,
   runToolCalls,
   type ToolCallOutcome,
@@ -32,17 +33,17 @@ export interface OpenAIResponsesTurnResult {
 
 /** The tool calls of a Chat Completions assistant message, with their JSON arguments parsed. */
 export function openAIChatToolCalls(message: OpenAIChatAssistantMessage): ModelToolCall[] {
-  return (message.tool_calls ?? []).map((call: ChatCompletionMessageToolCall) =>
-    call.type === 'function'
-      ? parsedCall(call.id, call.function.name, call.function.arguments)
-      : {
-          id: call.id,
-          name: call.custom.name,
-          input: undefined,
-          inputError:
-            'Custom (free-text) tools are not served here; call a function tool with JSON arguments.',
-        },
-  );
+  return (message.tool_calls ?? []).map((call: ChatCompletionMessageToolCall) => {
+    if (call.type === 'function') return parsedCall(call.id, call.function.name, call.function.arguments);
+    // A custom tool, or a kind of call newer than this adapter: answered, never run.
+    const named = call as { readonly custom?: { readonly name?: unknown } };
+    return {
+      id: call.id,
+      name: typeof named.custom?.name === 'string' ? named.custom.name : '',
+      input: undefined,
+      inputError: 'Only function tools with JSON arguments are served here; call a function tool instead.',
+    };
+  });
 }
 
 /** The `function_call` items of a Responses API output, with their JSON arguments parsed. */
@@ -85,11 +86,11 @@ export function openAIChatToolMessages(
   calls: readonly Pick<ModelToolCall, 'id'>[],
   outcomes: readonly Pick<ToolCallOutcome, 'id' | 'text'>[],
 ): ChatCompletionToolMessageParam[] {
-  const byId = new Map(outcomes.map((outcome) => [outcome.id, outcome]));
-  return calls.map((call) => ({
+  const paired = outcomesInCallOrder(calls, outcomes);
+  return calls.map((call, index) => ({
     role: 'tool',
     tool_call_id: call.id,
-    content: byId.get(call.id)?.text ?? missingResultText,
+    content: paired[index]?.text ?? missingResultText,
   }));
 }
 
@@ -98,11 +99,11 @@ export function openAIResponsesOutputItems(
   calls: readonly Pick<ModelToolCall, 'id'>[],
   outcomes: readonly Pick<ToolCallOutcome, 'id' | 'text'>[],
 ): ResponseInputItem.FunctionCallOutput[] {
-  const byId = new Map(outcomes.map((outcome) => [outcome.id, outcome]));
-  return calls.map((call) => ({
+  const paired = outcomesInCallOrder(calls, outcomes);
+  return calls.map((call, index) => ({
     type: 'function_call_output',
     call_id: call.id,
-    output: byId.get(call.id)?.text ?? missingResultText,
+    output: paired[index]?.text ?? missingResultText,
   }));
 }
 

@@ -2,7 +2,7 @@ import type { ToolgateClient } from '../client/toolgate-client.ts';
 import type { CallContext, CallRecord } from '../contracts/call-record.ts';
 import { isTerminalStatus } from '../contracts/call-record.ts';
 import { lookupTool, type ToolCatalog } from '../contracts/define-tool.ts';
-import { deriveCallKey } from '../contracts/prepare-call.ts';
+import { deriveCallKey, KeyDerivationError } from '../contracts/prepare-call.ts';
 import {
   modelErrorText,
   modelResultForInfrastructureError,
@@ -71,6 +71,12 @@ export interface ToolCallOutcome {
   readonly name: string;
   readonly state: ToolCallState;
   readonly callId?: string;
+  /**
+   * The run of the call this outcome is about. A call's ID outlives a run: once a call is rejected
+   * or expires its key is free, and a later call with the same key runs under the same ID. Waiting
+   * on a pending call must follow this run, not whatever holds the ID by then.
+   */
+  readonly runId?: string;
   readonly record?: CallRecord;
   /** Whether the model should see this as an error (Anthropic `is_error`). */
   readonly isError: boolean;
@@ -84,13 +90,37 @@ const defaultConcurrency = 4;
  * Runs one turn's tool calls through toolgate with bounded fan-out and returns one outcome per call,
  * in the order the model made them. It never rejects: a call that fails, or that toolgate could not
  * run, becomes an error outcome and the others keep their results.
+ *
+ * Calls that share an API call ID within the turn are not run: their answers could not be told
+ * apart, so one result (perhaps of a payment) would reach the model as the other's. Each gets an
+ * INVALID_INPUT outcome saying so, and the turn's other calls run as usual.
  */
 export async function runToolCalls(
   calls: readonly ModelToolCall[],
   options: RunToolCallsOptions,
 ): Promise<ToolCallOutcome[]> {
   const limit = Math.max(1, Math.floor(options.maxConcurrency ?? defaultConcurrency));
-  return mapWithConcurrency(calls, limit, (call) => runOneToolCall(call, options));
+  const uses = new Map<string, number>();
+  for (const call of calls) uses.set(call.id, (uses.get(call.id) ?? 0) + 1);
+  return mapWithConcurrency(calls, limit, async (call) =>
+    (uses.get(call.id) ?? 0) > 1
+      ? ambiguousIdOutcome(call, uses.get(call.id)!)
+      : runOneToolCall(call, options),
+  );
+}
+
+function ambiguousIdOutcome(call: ModelToolCall, uses: number): ToolCallOutcome {
+  const named = call.id === '' ? 'an empty call ID' : `the call ID ${JSON.stringify(call.id)}`;
+  return {
+    id: call.id,
+    name: call.name,
+    state: 'not_started',
+    isError: true,
+    // Not modelErrorText: its next step for INVALID_INPUT is about arguments, and these may be fine.
+    text:
+      `Error INVALID_INPUT: ${uses} tool calls in this turn had ${named}, so their results could not ` +
+      'be told apart and none of them was run. Make each of these tool calls again, each with its own ID.',
+  };
 }
 
 /** Runs a single call; never rejects. */
@@ -121,12 +151,13 @@ export async function runOneToolCall(
     if ((options.approvalMode ?? ApprovalMode.returnPending) === ApprovalMode.wait || !mayWaitForApproval) {
       return closedOutcome(call, await options.client.result(started.callId, started.runId));
     }
-    const record = await pollUntilDecidedOrWaiting(options, started.callId);
+    const record = await pollUntilDecidedOrWaiting(options, started.callId, started.runId);
     if (record.status === 'awaiting_approval') {
       return {
         ...base,
         state: 'pending',
         callId: started.callId,
+        ...(started.runId ? { runId: started.runId } : {}),
         record,
         ...modelResultForPending(started.callId),
       };
@@ -134,6 +165,15 @@ export async function runOneToolCall(
     return closedOutcome(call, record);
   } catch (error) {
     options.onError?.(error, call);
+    if (error instanceof KeyDerivationError) {
+      // Not the service's fault, and retrying the same arguments will fail the same way.
+      return {
+        ...base,
+        state: 'not_started',
+        isError: true,
+        text: modelErrorText('INVALID_INPUT', error.message),
+      };
+    }
     return { ...base, state: 'not_started', ...modelResultForInfrastructureError() };
   }
 }
@@ -144,10 +184,21 @@ export async function runOneToolCall(
  */
 export async function awaitPendingCall(
   client: Pick<ToolgateClient, 'result'>,
-  outcome: Pick<ToolCallOutcome, 'id' | 'name' | 'callId'>,
+  outcome: Pick<ToolCallOutcome, 'id' | 'name' | 'callId' | 'runId'> & {
+    readonly record?: Pick<CallRecord, 'runId'>;
+  },
 ): Promise<ToolCallOutcome> {
   if (!outcome.callId) throw new TypeError('Only a pending outcome with a call ID can be awaited.');
-  const record = await client.result(outcome.callId);
+  // Without the run, the answer could be that of a later call that reused the key after this one
+  // was rejected: a "succeeded" for a transfer a human turned down.
+  const runId = outcome.runId ?? outcome.record?.runId;
+  if (!runId) {
+    throw new TypeError(
+      `The pending outcome for ${outcome.callId} has no run ID. Keep the outcome's runId (or its record) ` +
+        'with the call ID, so that the answer is about this call and not a later one under the same key.',
+    );
+  }
+  const record = await client.result(outcome.callId, runId);
   return closedOutcome({ id: outcome.id, name: outcome.name }, record);
 }
 
@@ -196,16 +247,38 @@ function closedOutcome(
     name: call.name,
     state: refused ? 'not_started' : 'closed',
     ...(record.callId ? { callId: record.callId } : {}),
+    ...(record.runId ? { runId: record.runId } : {}),
     record,
     ...modelResultForRecord(record),
   };
 }
 
-async function pollUntilDecidedOrWaiting(options: RunToolCallsOptions, callId: string): Promise<CallRecord> {
+async function pollUntilDecidedOrWaiting(
+  options: RunToolCallsOptions,
+  callId: string,
+  runId: string | undefined,
+): Promise<CallRecord> {
   const intervalMs = options.pendingPollIntervalMs ?? 250;
   for (;;) {
-    const record = await options.client.get(callId);
+    const record = await options.client.get(callId, runId ? { runId } : {});
     if (record && (record.status === 'awaiting_approval' || isTerminalStatus(record.status))) return record;
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+/**
+ * Pairs each call with its outcome for the answer message: the outcome at the call's own position
+ * when it carries the call's ID (as `runToolCalls` returns them, which also holds for IDs a turn
+ * repeats), otherwise the outcome with that ID, so outcomes gathered in another order still match.
+ */
+export function outcomesInCallOrder<Outcome extends { readonly id: string }>(
+  calls: readonly { readonly id: string }[],
+  outcomes: readonly Outcome[],
+): Array<Outcome | undefined> {
+  const byId = new Map<string, Outcome>();
+  for (const outcome of outcomes) if (!byId.has(outcome.id)) byId.set(outcome.id, outcome);
+  return calls.map((call, index) => {
+    const atPosition = outcomes[index];
+    return atPosition?.id === call.id ? atPosition : byId.get(call.id);
+  });
 }

@@ -26,7 +26,7 @@ import {
   type ReplayInfo,
 } from '../contracts/call-record.ts';
 import { checkCatalogSchemas, type ToolCatalog } from '../contracts/define-tool.ts';
-import { defaultPayloadLimits, type PayloadLimits } from '../contracts/limits.ts';
+import { defaultPayloadLimits, maxRequestedToolNameLength, type PayloadLimits } from '../contracts/limits.ts';
 import {
   abnormalCallRecord,
   type CallRequest,
@@ -249,6 +249,24 @@ export class ToolgateClient {
     } = {},
   ): Promise<StartedCall> {
     checkContext(context);
+    if (typeof request.tool === 'string' && request.tool.length > maxRequestedToolNameLength) {
+      const shown = `${request.tool.slice(0, 40)}…`;
+      return {
+        callId: '',
+        disposition: 'refused',
+        record: refusedCallRecord({
+          request: { ...request, tool: shown },
+          context,
+          key: undefined,
+          fingerprint: '',
+          reason: 'NOT_ALLOWED',
+          message:
+            `No tool has a name this long (${request.tool.length} characters; tool names have at most 64). ` +
+            'Use only the tools listed in your tool definitions, spelled exactly.',
+          catalog: this.#options.catalog,
+        }),
+      };
+    }
     const prepared = prepareCall(request, context, {
       ...(this.#options.catalog ? { catalog: this.#options.catalog } : {}),
       limits: this.#limits,
@@ -403,10 +421,14 @@ export class ToolgateClient {
 
   /**
    * The call's record: live from the workflow while it is open, the stored result once it is closed.
-   * Returns undefined for an unknown ID.
+   * Returns undefined for an unknown ID. With `runId`, the record of that run of the call, even when
+   * a later call has since reused its key (and so its ID).
    */
-  async get(callId: string, options: { queryTimeoutMs?: number } = {}): Promise<CallRecord | undefined> {
-    const handle = this.temporal.workflow.getHandle(callId);
+  async get(
+    callId: string,
+    options: { queryTimeoutMs?: number; runId?: string } = {},
+  ): Promise<CallRecord | undefined> {
+    const handle = this.temporal.workflow.getHandle(callId, options.runId);
     let status: string;
     try {
       status = (await handle.describe()).status.name;
@@ -414,7 +436,7 @@ export class ToolgateClient {
       if (error instanceof WorkflowNotFoundError) return undefined;
       throw error;
     }
-    if (status !== 'RUNNING') return this.result(callId);
+    if (status !== 'RUNNING') return this.result(callId, options.runId);
     const timeoutMs = options.queryTimeoutMs ?? defaultQueryTimeoutMs;
     const deadline = Date.now() + timeoutMs;
     try {

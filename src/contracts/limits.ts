@@ -14,6 +14,14 @@ export interface PayloadLimits {
   readonly maxOutputBytes: number;
 }
 
+/**
+ * The longest tool name a client passes on to a workflow. No tool can have a longer one (contracts
+ * allow 64 characters); a longer name is refused NOT_ALLOWED before anything is started, so a model
+ * cannot put megabytes into a call ID, a record and an index through the name alone. Shorter
+ * unknown names still start a call that the allowlist denies, so they stay on record.
+ */
+export const maxRequestedToolNameLength = 128;
+
 export const defaultPayloadLimits: PayloadLimits = {
   maxInputBytes: 256 * 1024,
   maxDepth: 32,

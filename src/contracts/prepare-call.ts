@@ -101,8 +101,21 @@ export type PreparedCall =
   | { readonly ok: false; readonly record: CallRecord };
 
 /**
+ * A key function (the contract's or the caller's) threw for these arguments. `prepareCall` turns it
+ * into an INVALID_INPUT refusal; nothing is started.
+ */
+export class KeyDerivationError extends Error {
+  override readonly name = 'KeyDerivationError';
+}
+
+/** What the model and the record are told when a key function throws. */
+export const keyDerivationFailureMessage =
+  "No idempotency key could be derived from these arguments: the tool's key function failed on them. " +
+  'Check the arguments against the tool description; if they are right, the tool cannot take them.';
+
+/**
  * The key of a request: the explicit one, else the contract's business key function (on valid
- * input only), else the caller's deriver.
+ * input only), else the caller's deriver. Throws KeyDerivationError when a key function throws.
  */
 export function deriveCallKey(
   request: CallRequest,
@@ -111,15 +124,25 @@ export function deriveCallKey(
 ): string | undefined {
   if (request.key !== undefined) return request.key;
   const contract = options.catalog ? lookupTool(options.catalog, request.tool) : undefined;
+  // A key function with a bug (say, `input.invoice.toLowerCase()` on a nullable field) must not
+  // fail the caller: this also runs inside agent workflows, where a throw would fail the workflow
+  // task and hold the agent until a new release. It becomes a refusal instead.
+  const derive = (run: () => string | undefined): string | undefined => {
+    try {
+      return run();
+    } catch (error) {
+      throw new KeyDerivationError(keyDerivationFailureMessage, { cause: error });
+    }
+  };
   if (contract?.idempotencyKey) {
     // Invalid input gets no derived key; the workflow's validation gate will explain what is wrong.
     // A schema that throws (a lazy one that fails to build, a refinement with a bug) counts as
-    // invalid: this also runs inside agent workflows, where a throw would fail the workflow task
-    // and hold the agent until a new release. The gate then denies the call INVALID_INPUT.
+    // invalid, for the same reason as above. The gate then denies the call INVALID_INPUT.
     const parsed = checkInput(contract, request.input);
-    if (parsed.success) return contract.idempotencyKey(parsed.data as never);
+    if (parsed.success) return derive(() => contract.idempotencyKey!(parsed.data as never));
   }
-  return options.keyFor?.(request.tool, request.input, context);
+  const keyFor = options.keyFor;
+  return keyFor ? derive(() => keyFor(request.tool, request.input, context)) : undefined;
 }
 
 /**
@@ -132,7 +155,14 @@ export function prepareCall(
   context: CallContext,
   options: PrepareCallOptions,
 ): PreparedCall {
-  const key = deriveCallKey(request, context, options);
+  let key: string | undefined;
+  let keyFailed = false;
+  try {
+    key = deriveCallKey(request, context, options);
+  } catch (error) {
+    if (!(error instanceof KeyDerivationError)) throw error;
+    keyFailed = true;
+  }
   const refuse = (reason: ReasonCode, message: string, fingerprint = ''): PreparedCall => ({
     ok: false,
     record: refusedCallRecord({
@@ -145,6 +175,7 @@ export function prepareCall(
       catalog: options.catalog,
     }),
   });
+  if (keyFailed) return refuse('INVALID_INPUT', keyDerivationFailureMessage);
   if (key !== undefined && !idempotencyKeyPattern.test(key)) {
     return refuse('INVALID_INPUT', `The idempotency key is malformed. ${describeKeyRules()}`);
   }

@@ -1,8 +1,13 @@
 import type { ContentBlock } from '@anthropic-ai/sdk/resources/messages';
 import type { ChatCompletionMessageToolCall } from 'openai/resources/chat/completions';
 import { describe, expect, it } from 'vitest';
-import { answerAnthropicToolUse } from '../../../src/agent/anthropic.ts';
-import { answerOpenAIChatToolCalls, answerOpenAIResponsesFunctionCalls } from '../../../src/agent/openai.ts';
+import { answerAnthropicToolUse, anthropicToolResultMessage } from '../../../src/agent/anthropic.ts';
+import {
+  answerOpenAIChatToolCalls,
+  answerOpenAIResponsesFunctionCalls,
+  openAIChatToolMessages,
+  openAIResponsesOutputItems,
+} from '../../../src/agent/openai.ts';
 import type { CallContext } from '../../../src/contracts/call-record.ts';
 import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
 import { createFakeClient, type FakeBehaviour } from './fake-client.ts';
@@ -155,5 +160,123 @@ describe('argument problems', () => {
     expect(messages[0]!.content).toMatch(/^Error INVALID_INPUT: The arguments were not valid JSON/);
     expect(messages[1]!.content).toBe('1');
     expect(client.starts).toHaveLength(1);
+  });
+});
+
+describe('call IDs a turn repeats', () => {
+  const transferInput = {
+    reference: 'r-dup',
+    from: 'AA',
+    to: 'BB',
+    amountCents: 5,
+    currency: 'EUR',
+    memo: null,
+  };
+  const behaviours: Record<string, FakeBehaviour> = {
+    read_config: { kind: 'closed', status: 'succeeded', output: 'eu-west' },
+    transfer_funds: { kind: 'closed', status: 'succeeded', output: { transferred: true } },
+  };
+
+  it('Anthropic: runs neither of two tool_use blocks that share an ID, answers both, and runs the rest', async () => {
+    const client = createFakeClient(behaviours);
+    const block = (id: string, name: string, input: unknown) =>
+      ({ type: 'tool_use', id, name, input, caller: { type: 'direct' } }) as const;
+    const { message, outcomes } = await answerAnthropicToolUse(
+      {
+        content: [
+          block('dup', 'transfer_funds', transferInput),
+          block('own', 'read_config', { name: 'region' }),
+          block('dup', 'read_config', { name: 'greeting' }),
+        ],
+      },
+      { client, context, catalog: exampleCatalog, approvalMode: 'wait' },
+    );
+    expect(client.starts.map((start) => start.request.input)).toEqual([{ name: 'region' }]);
+    expect(outcomes.map((outcome) => [outcome.id, outcome.state])).toEqual([
+      ['dup', 'not_started'],
+      ['own', 'closed'],
+      ['dup', 'not_started'],
+    ]);
+    const results = message.content as Array<{ tool_use_id: string; content: string; is_error?: boolean }>;
+    expect(results.map((result) => result.tool_use_id)).toEqual(['dup', 'own', 'dup']);
+    expect(results[0]!.content).toMatch(
+      /^Error INVALID_INPUT: 2 tool calls in this turn had the call ID "dup"/,
+    );
+    expect(results[0]!.is_error).toBe(true);
+    expect(results[1]).toMatchObject({ content: '"eu-west"' });
+    expect(results[1]!.is_error).toBeUndefined();
+    expect(results[2]!.content).toBe(results[0]!.content);
+  });
+
+  it('OpenAI Chat and Responses: empty IDs shared by two calls run neither; a lone call runs', async () => {
+    const chatClient = createFakeClient(behaviours);
+    const { messages } = await answerOpenAIChatToolCalls(
+      {
+        tool_calls: [
+          { id: '', type: 'function', function: { name: 'read_config', arguments: '{"name":"region"}' } },
+          { id: '', type: 'function', function: { name: 'read_config', arguments: '{"name":"greeting"}' } },
+          { id: 'c', type: 'function', function: { name: 'read_config', arguments: '{"name":"retries"}' } },
+        ],
+      },
+      { client: chatClient, context },
+    );
+    expect(chatClient.starts.map((start) => start.request.input)).toEqual([{ name: 'retries' }]);
+    const emptyId = /^Error INVALID_INPUT: 2 tool calls in this turn had an empty call ID/;
+    expect(String(messages[0]!.content)).toMatch(emptyId);
+    expect(String(messages[1]!.content)).toMatch(emptyId);
+    expect(messages[2]!.content).toBe('"eu-west"');
+
+    const responsesClient = createFakeClient(behaviours);
+    const { items } = await answerOpenAIResponsesFunctionCalls(
+      [
+        { type: 'function_call', call_id: 'x', name: 'read_config', arguments: '{"name":"region"}' },
+        {
+          type: 'function_call',
+          call_id: 'x',
+          name: 'transfer_funds',
+          arguments: JSON.stringify(transferInput),
+        },
+      ],
+      { client: responsesClient, context },
+    );
+    expect(responsesClient.starts).toHaveLength(0);
+    expect(items.map((item) => item.call_id)).toEqual(['x', 'x']);
+    expect(items.every((item) => String(item.output).startsWith('Error INVALID_INPUT'))).toBe(true);
+  });
+
+  it('pairs outcomes by position when IDs repeat, and by ID when outcomes come in another order', () => {
+    const calls = [{ id: 'a' }, { id: 'a' }, { id: 'b' }];
+    const inOrder = [
+      { id: 'a', text: 'first', isError: false },
+      { id: 'a', text: 'second', isError: false },
+      { id: 'b', text: 'third', isError: false },
+    ];
+    expect(openAIChatToolMessages(calls, inOrder).map((entry) => entry.content)).toEqual([
+      'first',
+      'second',
+      'third',
+    ]);
+    const shuffled = [inOrder[2]!, inOrder[0]!];
+    expect(
+      openAIResponsesOutputItems([{ id: 'a' }, { id: 'b' }], shuffled).map((item) => item.output),
+    ).toEqual(['first', 'third']);
+    expect(
+      anthropicToolResultMessage(calls, inOrder).content.map(
+        (block) => (block as { content: string }).content,
+      ),
+    ).toEqual(['first', 'second', 'third']);
+  });
+
+  it('answers a Chat tool call of a kind it does not serve, without running it', async () => {
+    const client = createFakeClient(behaviours);
+    const unknownKind = {
+      id: 'u',
+      type: 'web_search',
+      web_search: {},
+    } as unknown as ChatCompletionMessageToolCall;
+    const { messages } = await answerOpenAIChatToolCalls({ tool_calls: [unknownKind] }, { client, context });
+    expect(client.starts).toHaveLength(0);
+    expect(messages[0]).toMatchObject({ tool_call_id: 'u' });
+    expect(String(messages[0]!.content)).toMatch(/^Error INVALID_INPUT: Only function tools/);
   });
 });

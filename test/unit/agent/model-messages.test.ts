@@ -51,6 +51,18 @@ describe('scrubForModel', () => {
     expect(scrubForModel(text)).toBe(text);
   });
 
+  it('removes public and partly internal host names, and the host a network error names', () => {
+    const scrubbed = scrubForModel(
+      'getaddrinfo ENOTFOUND db-primary.prod.acme.com; vault.corp.acme.io said no; getaddrinfo EAI_AGAIN billing-db',
+    );
+    expect(scrubbed).toBe(
+      'getaddrinfo ENOTFOUND [host removed]; [host removed] said no; getaddrinfo EAI_AGAIN [host removed]',
+    );
+    // Ordinary dotted words stay.
+    const plain = 'See README.md and example.com, version 1.2.3, e.g. report.v2.json.';
+    expect(scrubForModel(plain)).toBe(plain);
+  });
+
   it('mentions the retry-after time for RATE_LIMITED', () => {
     const result = modelResultForRecord(
       createRecord({ status: 'denied', reason: 'RATE_LIMITED', retryAfterSeconds: 2.5 }),

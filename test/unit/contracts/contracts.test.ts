@@ -16,7 +16,7 @@ import {
 } from '../../../src/contracts/define-tool.ts';
 import { callFingerprint, sha256Hex } from '../../../src/contracts/fingerprint.ts';
 import { checkInputLimits, utf8Length } from '../../../src/contracts/limits.ts';
-import { deriveCallKey } from '../../../src/contracts/prepare-call.ts';
+import { deriveCallKey, KeyDerivationError, prepareCall } from '../../../src/contracts/prepare-call.ts';
 import { reasonCodes, retryableReasonCodes } from '../../../src/contracts/reason-codes.ts';
 import { isToolAllowed } from '../../../src/policy/allowlist.ts';
 import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
@@ -171,6 +171,56 @@ describe('defineTool', () => {
         /wrong: input must be a z\.strictObject\(\.\.\.\) schema, or a function/,
       );
     }
+  });
+});
+
+describe('requests a client refuses before starting anything', () => {
+  const context = { tenant: 't', principal: 'p', principalKind: 'agent' } as const;
+  const invoice = defineTool({
+    name: 'pay_invoice',
+    description: 'd',
+    input: () => z.strictObject({ invoice: z.string().nullable() }),
+    tier: 'irreversible',
+    timeoutMs: 1,
+    // A key function with a bug: the schema lets invoice be null.
+    idempotencyKey: (input) => `pay-${input.invoice!.toLowerCase()}`,
+  });
+  const catalog = createCatalog([invoice]);
+  // Any use of Temporal would throw: these requests must be answered before that.
+  const client = new ToolgateClient({ client: { workflow: {} } as unknown as Client, catalog });
+
+  it('turns a key function that throws into an INVALID_INPUT refusal', async () => {
+    const request = { tool: 'pay_invoice', input: { invoice: null } };
+    expect(() => deriveCallKey(request, context, { catalog })).toThrow(KeyDerivationError);
+    const prepared = prepareCall(request, context, { catalog, unique: 'u' });
+    expect(prepared.ok).toBe(false);
+    const started = await client.start(request, context);
+    expect(started).toMatchObject({ callId: '', disposition: 'refused' });
+    expect(started.record).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none' });
+    expect(started.record!.message).toMatch(/key function failed/);
+    // So does a caller's key function, for a tool whose contract has none.
+    const thrower = () => {
+      throw new Error('boom');
+    };
+    expect(
+      prepareCall({ tool: 'other', input: {} }, context, { keyFor: thrower, unique: 'u' }),
+    ).toMatchObject({
+      ok: false,
+      record: { reason: 'INVALID_INPUT' },
+    });
+    // Arguments the key function can take still get their key.
+    expect(deriveCallKey({ tool: 'pay_invoice', input: { invoice: 'INV-9' } }, context, { catalog })).toBe(
+      'pay-inv-9',
+    );
+  });
+
+  it('refuses a tool name longer than any tool can have, without putting it in a call ID', async () => {
+    const started = await client.start({ tool: 'x'.repeat(600_000), input: {} }, context);
+    expect(started).toMatchObject({ callId: '', disposition: 'refused' });
+    expect(started.record).toMatchObject({ status: 'denied', reason: 'NOT_ALLOWED', effect: 'none' });
+    expect(started.record!.message).toMatch(/^No tool has a name this long \(600000 characters/);
+    expect(started.record!.tool.length).toBeLessThan(50);
+    expect(JSON.stringify(started.record).length).toBeLessThan(5_000);
   });
 });
 
