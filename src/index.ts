@@ -41,6 +41,62 @@ export type { ToolCallRequest, ToolCallWorkflowOptions } from '../workflows/tool
 export { createToolCallWorkflow } from '../workflows/tool-call.ts';
 export type { ToolUndoRequest, ToolUndoResult } from '../workflows/tool-undo.ts';
 export { createToolUndoWorkflow } from '../workflows/tool-undo.ts';
+// The agent adapters (Anthropic, OpenAI, MCP, parallel calls); the AI SDK one stays in
+// src/agent/ai-sdk.ts, so only its users load `ai`.
+export type {
+  AnthropicAssistantMessage,
+  AnthropicToolResultMessage,
+  AnthropicTurnResult,
+  JsonSchema,
+  KeyFunction,
+  McpLogEvent,
+  McpProtocolVersion,
+  McpServer,
+  McpServerOptions,
+  McpToolResult,
+  ModelToolCall,
+  ModelToolResult,
+  OpenAIChatAssistantMessage,
+  OpenAIChatTurnResult,
+  OpenAIResponsesTurnResult,
+  RunToolCallsOptions,
+  ToolCallOutcome,
+  ToolCallState,
+  ToolDefinitionOptions,
+  ToolgateCaller,
+} from './agent/index.ts';
+export {
+  ApprovalMode,
+  answerAnthropicToolUse,
+  answerOpenAIChatToolCalls,
+  answerOpenAIResponsesFunctionCalls,
+  anthropicToolCalls,
+  anthropicToolResultMessage,
+  anthropicTools,
+  awaitPendingCall,
+  createToolCallLookupActivities,
+  defaultMaximumMessageBytes,
+  deriveKey,
+  McpErrorCode,
+  maximumResultCharacters,
+  mcpProtocolVersions,
+  modelDescription,
+  modelErrorText,
+  modelResultForPending,
+  modelResultForRecord,
+  openAIChatToolCalls,
+  openAIChatToolMessages,
+  openAIChatTools,
+  openAIResponsesOutputItems,
+  openAIResponsesToolCalls,
+  openAIResponsesTools,
+  runOneToolCall,
+  runToolCalls,
+  scrubForModel,
+  serveMcp,
+  strictCompatibilityProblems,
+  strictInputSchema,
+} from './agent/index.ts';
 export { ExitCode } from './cli/output.ts';
 export type { ApprovalKeyFiles, ApprovalSigner } from './client/approval-signer.ts';
 export {

@@ -1,6 +1,6 @@
 /**
- * Agent adapters: tool definitions for models, tool_use → tool_result for Anthropic and OpenAI,
- * bounded parallel calls, and the lookup activity for agents written as workflows. The AI SDK
+ * Agent adapters: tool definitions for models, tool_use → tool_result for Anthropic and OpenAI, an
+ * MCP server, bounded parallel calls, and the lookup activity for agents written as workflows. The AI SDK
  * adapter is exported from `./ai-sdk.ts` on its own, so only its users load `ai`.
  */
 export type {
@@ -10,6 +10,14 @@ export type {
 } from './anthropic.ts';
 export { answerAnthropicToolUse, anthropicToolCalls, anthropicToolResultMessage } from './anthropic.ts';
 export { createToolCallLookupActivities } from './lookup-activities.ts';
+export type {
+  McpLogEvent,
+  McpProtocolVersion,
+  McpServer,
+  McpServerOptions,
+  McpToolResult,
+} from './mcp.ts';
+export { defaultMaximumMessageBytes, McpErrorCode, mcpProtocolVersions, serveMcp } from './mcp.ts';
 export type { ModelToolResult } from './model-messages.ts';
 export {
   maximumResultCharacters,

@@ -1,6 +1,7 @@
 import { userInfo } from 'node:os';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { type Command, Option } from 'commander';
+import { serveMcp } from '../agent/mcp.ts';
 import type { ListFilters } from '../client/operations.ts';
 import { NoWorkerAnsweredError, ToolgateUsageError } from '../client/toolgate-client.ts';
 import { type CallEffect, CallStatus, type PrincipalKind } from '../contracts/call-record.ts';
@@ -9,6 +10,7 @@ import {
   leanGatesProtocol,
   startableGatesProtocols,
 } from '../contracts/prepare-call.ts';
+import { exampleCatalog } from '../tools/example-contracts.ts';
 import { type CliSession, type ConnectionFlags, EndpointUnavailableError, openSession } from './endpoint.ts';
 import {
   createProgressReporter,
@@ -21,6 +23,7 @@ import {
   printJson,
   printLines,
 } from './output.ts';
+import { runUntilStopped } from './stop-signals.ts';
 
 interface CommonFlags extends ConnectionFlags {
   readonly json?: boolean;
@@ -525,5 +528,141 @@ export function addClientCommands(program: Command): void {
         }
         return ExitCode.ok;
       }),
+    );
+
+  const mcp = withConnectionOptions(
+    program
+      .command('mcp')
+      .description(
+        'Serve the tools to an MCP client over stdio: every tools/call goes through the gates. stdout carries protocol messages only; logs go to stderr.',
+      )
+      .option('--tenant <tenant>', 'tenant the calls run under', 'default')
+      .option('--principal <principal>', 'who is asking (default: mcp-<your user name>)')
+      .addOption(
+        new Option('--principal-kind <kind>', 'human, agent or service')
+          .choices(['human', 'agent', 'service'])
+          .default('agent'),
+      )
+      .option('--tools <names>', 'serve only these tools, comma-separated (default: every example tool)')
+      .option('--max-concurrency <n>', 'tool calls run at once; more wait their turn', '4')
+      .option(
+        '--wait-for-approval',
+        'hold a tools/call until its approval is decided (default: answer at once that it is pending)',
+      ),
+  );
+  // stdout carries the protocol here, so --json shapes the log on stderr instead.
+  const jsonOption = mcp.options.find((option) => option.long === '--json');
+  if (jsonOption) jsonOption.description = 'write the log on stderr as JSON lines';
+  mcp
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Register it with an MCP client (Claude Desktop, Claude Code, Cursor… ) as a stdio server,',
+        'for instance in the client’s JSON config:',
+        '',
+        '  {',
+        '    "mcpServers": {',
+        '      "toolgate": {',
+        '        "command": "npx",',
+        '        "args": ["toolgate", "mcp", "--tenant", "acme", "--principal", "desktop-agent"],',
+        '        "env": { "TOOLGATE_DATA_DIR": "/path/to/project/.toolgate" }',
+        '      }',
+        '    }',
+        '  }',
+        '',
+        'or: claude mcp add toolgate -- npx toolgate mcp --tenant acme',
+        '',
+        'It joins the cluster a running `toolgate dev` wrote to <data-dir>/endpoint.json (or',
+        '--address / TEMPORAL_ADDRESS); a worker must serve the task queue. Give the client an',
+        'absolute --data-dir or TOOLGATE_DATA_DIR: it may start the server in another folder.',
+        'A call that waits for a human is answered "Pending: … Call ID: …" at once, unless',
+        '--wait-for-approval.',
+        '',
+        'Exit codes: 0 the client closed stdin or a signal stopped it, 6 server unreachable.',
+        '',
+      ].join('\n'),
+    )
+    .action(
+      async (
+        flags: CommonFlags & {
+          tenant: string;
+          principal?: string;
+          principalKind: PrincipalKind;
+          tools?: string;
+          maxConcurrency: string;
+          waitForApproval?: boolean;
+        },
+      ) => {
+        // stdout belongs to the protocol: everything for people goes to stderr, JSON with --json.
+        const logLine = (level: string, message: string, error?: unknown): void => {
+          const detail =
+            error === undefined ? undefined : error instanceof Error ? error.message : String(error);
+          process.stderr.write(
+            flags.json
+              ? `${JSON.stringify({ level, message, ...(detail ? { error: detail } : {}) })}\n`
+              : `toolgate mcp: ${message}${detail ? ` (${detail})` : ''}\n`,
+          );
+        };
+        try {
+          const maxConcurrency = Number(flags.maxConcurrency);
+          if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1 || maxConcurrency > 64) {
+            throw new ToolgateUsageError('--max-concurrency must be a whole number from 1 to 64.');
+          }
+          const include = flags.tools
+            ?.split(',')
+            .map((name) => name.trim())
+            .filter((name) => name !== '');
+          const unknown = include?.filter((name) => !Object.hasOwn(exampleCatalog, name)) ?? [];
+          if (unknown.length > 0) {
+            throw new ToolgateUsageError(
+              `--tools names unknown tools: ${unknown.join(', ')}. Known: ${Object.keys(exampleCatalog).join(', ')}.`,
+            );
+          }
+          const context = {
+            tenant: flags.tenant,
+            principal: flags.principal ?? `mcp-${currentUser()}`,
+            principalKind: flags.principalKind,
+          };
+          await runUntilStopped({
+            what: 'the MCP server',
+            start: async (signal) => {
+              const session = await openSession(flags);
+              try {
+                signal.throwIfAborted();
+                const server = serveMcp({
+                  client: session.client,
+                  catalog: exampleCatalog,
+                  ...(include ? { include } : {}),
+                  context,
+                  maxConcurrency,
+                  approvalMode: flags.waitForApproval ? 'wait' : 'return-pending',
+                  onError: (error, call) => logLine('error', `toolgate could not run ${call.name}`, error),
+                  log: (event) => logLine(event.level, event.message, event.error),
+                });
+                return { session, server };
+              } catch (error) {
+                await session.close();
+                throw error;
+              }
+            },
+            started: ({ session }) =>
+              logLine(
+                'info',
+                `serving ${include?.length ?? Object.keys(exampleCatalog).length} tools on stdio as ${context.principal} (tenant ${context.tenant}), Temporal at ${session.endpoint.address}, task queue ${session.endpoint.taskQueue}`,
+              ),
+            // The client closing stdin ends the server, once the answers in progress are out.
+            running: ({ server }) => server.done,
+            stop: async ({ server, session }) => {
+              await server.close();
+              await session.close().catch(() => undefined);
+            },
+          });
+        } catch (error) {
+          const exitCode = error instanceof EndpointUnavailableError ? ExitCode.unavailable : ExitCode.error;
+          logLine('error', error instanceof Error ? error.message : String(error));
+          process.exitCode = exitCode;
+        }
+      },
     );
 }

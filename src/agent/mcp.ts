@@ -1,0 +1,620 @@
+import packageJson from '../../package.json' with { type: 'json' };
+import type { ToolgateClient } from '../client/toolgate-client.ts';
+import { createCatalog, lookupTool, type ToolCatalog, type ToolContract } from '../contracts/define-tool.ts';
+import { modelErrorText } from './model-messages.ts';
+import {
+  type RunToolCallsOptions,
+  runOneToolCall,
+  type ToolCallOutcome,
+  type ToolgateCaller,
+} from './run-tool-calls.ts';
+import { type JsonSchema, modelDescription, selectContracts, strictInputSchema } from './tool-definitions.ts';
+
+/** The MCP protocol versions this server speaks, newest first. */
+export const mcpProtocolVersions = ['2025-06-18', '2025-03-26', '2024-11-05'] as const;
+export type McpProtocolVersion = (typeof mcpProtocolVersions)[number];
+
+/** The JSON-RPC 2.0 error codes the server answers with. */
+export const McpErrorCode = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internalError: -32603,
+} as const;
+export type McpErrorCode = (typeof McpErrorCode)[keyof typeof McpErrorCode];
+
+/** The largest message (one line) read by default: 4 MiB. Longer lines are refused and skipped. */
+export const defaultMaximumMessageBytes = 4 * 1024 * 1024;
+
+/** One line for the operator's log (stderr in the CLI); never written to the protocol stream. */
+export interface McpLogEvent {
+  readonly level: 'info' | 'warn' | 'error';
+  readonly message: string;
+  readonly error?: unknown;
+}
+
+export interface McpServerOptions extends Omit<RunToolCallsOptions, 'client' | 'catalog'> {
+  /**
+   * The toolgate client. With a `cancel` method (ToolgateClient has one), `notifications/cancelled`
+   * for a `tools/call` cancels the toolgate call that request started.
+   */
+  readonly client: ToolgateCaller & Partial<Pick<ToolgateClient, 'cancel'>>;
+  /** The tools to serve: `tools/list` lists them, with JSON Schema built from their contracts. */
+  readonly catalog: ToolCatalog | readonly ToolContract[];
+  /** Serve only these tools. A `tools/call` of another catalog tool is refused `NOT_ALLOWED`. */
+  readonly include?: readonly string[];
+  /** Where requests come from. Default `process.stdin`. */
+  readonly input?: NodeJS.ReadableStream;
+  /** Where answers go: protocol messages only. Default `process.stdout`. */
+  readonly output?: NodeJS.WritableStream;
+  /** Refuse messages longer than this many bytes. Default 4 MiB. */
+  readonly maximumMessageBytes?: number;
+  /** Operator diagnostics. Never written to `output`. */
+  readonly log?: (event: McpLogEvent) => void;
+  /** Sent to the client in the `initialize` answer. Default: how to read toolgate's results. */
+  readonly instructions?: string;
+}
+
+/** A running MCP server; see {@link serveMcp}. */
+export interface McpServer {
+  /**
+   * Settles once the input has ended (the client closed the stream) and every request in progress
+   * has been answered, or once {@link McpServer.close} is called.
+   */
+  readonly done: Promise<void>;
+  /**
+   * Stops at once: no more reading, and no answers for requests still open. Their toolgate calls
+   * are not cancelled; they are durable and finish on their own, and their records stay readable.
+   */
+  close(): Promise<void>;
+}
+
+type RequestId = string | number;
+
+interface JsonRpcError {
+  readonly code: McpErrorCode;
+  readonly message: string;
+  readonly data?: unknown;
+}
+
+type JsonRpcResponse =
+  | { readonly jsonrpc: '2.0'; readonly id: RequestId; readonly result: unknown }
+  | { readonly jsonrpc: '2.0'; readonly id: RequestId | null; readonly error: JsonRpcError };
+
+/**
+ * What `tools/call` answers. `_meta` carries the toolgate call ID and run (when a call started) and
+ * the outcome's state, so an application can follow a pending call with `awaitPendingCall`.
+ */
+export interface McpToolResult {
+  readonly content: Array<{ readonly type: 'text'; readonly text: string }>;
+  readonly isError: boolean;
+  readonly _meta?: {
+    readonly 'toolgate/callId'?: string;
+    readonly 'toolgate/runId'?: string;
+    readonly 'toolgate/state': ToolCallOutcome['state'];
+  };
+}
+
+interface OpenRequest {
+  readonly controller: AbortController;
+  /** Set by `notifications/cancelled`: the client no longer wants this request, so stop its call too. */
+  cancelledByClient: boolean;
+}
+
+const defaultConcurrency = 4;
+/**
+ * Open `tools/call` requests past which the server stops reading its input until some finish: the
+ * client's writes then block, instead of the queue growing without bound.
+ */
+const maximumOpenCalls = 1024;
+
+const defaultInstructions =
+  'Every tool call goes through toolgate: an allowlist, input validation, idempotency keys and, for ' +
+  'some tools, a human approval. A result that starts with "Error <CODE>:" says whether retrying can ' +
+  'help and what to do instead. A result that starts with "Pending:" is not an error: the call waits ' +
+  'for a human, so do not call the tool again for the same action.';
+
+/**
+ * Serves a toolgate catalog as an MCP server: JSON-RPC 2.0, one message per line, over a pair of
+ * streams (stdin and stdout by default).
+ *
+ * `tools/list` lists the catalog with the same strict JSON Schema the Anthropic and OpenAI
+ * adapters send. `tools/call` runs through the same path as those adapters ({@link runOneToolCall}:
+ * gates, key, record) and answers with the same model-safe text; a call that waits for a human
+ * is answered at once as pending (not an error), unless `approvalMode: 'wait'` is chosen.
+ * Requests are handled concurrently, at most `maxConcurrency` tool calls at once (default 4), and
+ * answered as each finishes, so answers may come out of order: JSON-RPC matches them by id.
+ */
+export function serveMcp(options: McpServerOptions): McpServer {
+  const input = options.input ?? process.stdin;
+  const output = options.output ?? process.stdout;
+  const log = options.log ?? (() => undefined);
+  const maximumBytes = Math.max(1, Math.floor(options.maximumMessageBytes ?? defaultMaximumMessageBytes));
+  const contracts = selectContracts(options.catalog, options.include ? { include: options.include } : {});
+  // Built once: a contract that cannot be expressed in strict form fails here, at start-up.
+  const tools = contracts.map((contract) => describeTool(contract));
+  const catalog = createCatalog(contracts);
+  const allContracts = createCatalog(selectContracts(options.catalog));
+  const limiter = createLimiter(Math.max(1, Math.floor(options.maxConcurrency ?? defaultConcurrency)));
+  // The client is replaced per request (see cancellableCaller); the other options reach
+  // runOneToolCall as they are, so keys, approval mode and onError work as in the other adapters.
+  const runOptions: RunToolCallsOptions = { ...options, catalog };
+  const open = new Map<string, OpenRequest>();
+
+  let closed = false;
+  let ended = false;
+  /** Messages read whose answer (or decision not to answer) is still to come. */
+  let unanswered = 0;
+  let pausedForBacklog = false;
+  let resolveDone: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => {
+    resolveDone = resolve;
+  });
+
+  const send = (message: JsonRpcResponse | JsonRpcResponse[]): void => {
+    if (closed) return;
+    output.write(`${JSON.stringify(message)}\n`);
+  };
+  const errorResponse = (id: RequestId | null, code: McpErrorCode, message: string, data?: unknown) => ({
+    jsonrpc: '2.0' as const,
+    id,
+    error: { code, message, ...(data === undefined ? {} : { data }) },
+  });
+
+  const finishIfIdle = (): void => {
+    if (pausedForBacklog && open.size < maximumOpenCalls && !closed) {
+      pausedForBacklog = false;
+      input.resume();
+    }
+    if ((ended && unanswered === 0) || closed) resolveDone();
+  };
+
+  const close = async (): Promise<void> => {
+    if (closed) return done;
+    closed = true;
+    input.removeListener('data', onData);
+    input.removeListener('end', onEnd);
+    input.pause();
+    for (const request of open.values()) request.controller.abort();
+    open.clear();
+    resolveDone();
+    return done;
+  };
+
+  // --- Requests ----------------------------------------------------------------------------------
+
+  const callTool = async (
+    id: RequestId,
+    params: Record<string, unknown>,
+    signal: AbortSignal,
+    request: OpenRequest,
+  ): Promise<McpToolResult | JsonRpcError | undefined> => {
+    const name = params['name'];
+    if (typeof name !== 'string') {
+      return {
+        code: McpErrorCode.invalidParams,
+        message: 'tools/call needs params.name, a tool name string.',
+      };
+    }
+    // Left out means no arguments; null is not an object, so it is refused like any other non-object.
+    const argumentsValue = params['arguments'] === undefined ? {} : params['arguments'];
+    if (!isPlainObject(argumentsValue)) {
+      return {
+        code: McpErrorCode.invalidParams,
+        message: 'tools/call params.arguments must be a JSON object (or be left out).',
+      };
+    }
+    // A catalog tool this server does not offer is refused here: the worker's allowlist may well
+    // allow it for other callers. Names the catalog does not know go to toolgate like the other
+    // adapters send them, so the denial is recorded where operators look for it.
+    if (lookupTool(allContracts, name) && !lookupTool(catalog, name)) {
+      return toolResult({
+        isError: true,
+        text: modelErrorText(
+          'NOT_ALLOWED',
+          `This server does not offer a tool named ${JSON.stringify(name.slice(0, 64))}.`,
+        ),
+      });
+    }
+    const outcome = await limiter(signal, () =>
+      untilAborted(
+        signal,
+        runOneToolCall(
+          { id: String(id), name, input: argumentsValue },
+          { ...runOptions, client: cancellableCaller(options.client, signal, request, log) },
+        ),
+      ),
+    );
+    return outcome === undefined ? undefined : toolResult(outcome);
+  };
+
+  /** Answers one request object; undefined means no answer (a notification, a cancelled request). */
+  const handleMessage = async (message: unknown): Promise<JsonRpcResponse | undefined> => {
+    if (!isPlainObject(message)) {
+      return errorResponse(null, McpErrorCode.invalidRequest, 'A message must be a JSON-RPC 2.0 object.');
+    }
+    const hasId = Object.hasOwn(message, 'id');
+    const id = message['id'];
+    const validId = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
+    const answerId = validId ? (id as RequestId) : null;
+    const method = message['method'];
+    if (!hasId) {
+      // A notification is never answered; nor is a malformed message without an id, which no
+      // client could match an answer to anyway.
+      if (message['jsonrpc'] === '2.0' && typeof method === 'string') {
+        handleNotification(method, message['params']);
+      } else {
+        log({ level: 'warn', message: 'Ignored a malformed message without an id.' });
+      }
+      return undefined;
+    }
+    if (message['jsonrpc'] !== '2.0') {
+      return errorResponse(answerId, McpErrorCode.invalidRequest, 'The message must have "jsonrpc": "2.0".');
+    }
+    if (method === undefined && (Object.hasOwn(message, 'result') || Object.hasOwn(message, 'error'))) {
+      // A response: this server never sends requests, so nothing waits for one.
+      log({
+        level: 'warn',
+        message: `Ignored a response to a request this server never sent (id ${String(id)}).`,
+      });
+      return undefined;
+    }
+    if (typeof method !== 'string') {
+      return errorResponse(answerId, McpErrorCode.invalidRequest, 'The message needs a "method" string.');
+    }
+    const params = message['params'];
+    if (!validId) {
+      return errorResponse(null, McpErrorCode.invalidRequest, 'A request id must be a string or a number.');
+    }
+    const requestId = id as RequestId;
+    if (params !== undefined && (params === null || typeof params !== 'object')) {
+      return errorResponse(requestId, McpErrorCode.invalidRequest, '"params" must be an object when given.');
+    }
+    if (params !== undefined && !isPlainObject(params)) {
+      return errorResponse(
+        requestId,
+        McpErrorCode.invalidParams,
+        '"params" must be an object, not an array.',
+      );
+    }
+    const paramObject: Record<string, unknown> = params ?? {};
+    switch (method) {
+      case 'initialize': {
+        const requested = paramObject['protocolVersion'];
+        if (typeof requested !== 'string') {
+          return errorResponse(
+            requestId,
+            McpErrorCode.invalidParams,
+            'initialize needs params.protocolVersion, a string.',
+            { supported: mcpProtocolVersions },
+          );
+        }
+        const protocolVersion = (mcpProtocolVersions as readonly string[]).includes(requested)
+          ? requested
+          : mcpProtocolVersions[0];
+        return {
+          jsonrpc: '2.0',
+          id: requestId,
+          result: {
+            protocolVersion,
+            capabilities: { tools: { listChanged: false } },
+            serverInfo: { name: 'toolgate', version: packageJson.version },
+            instructions: options.instructions ?? defaultInstructions,
+          },
+        };
+      }
+      case 'ping':
+        return { jsonrpc: '2.0', id: requestId, result: {} };
+      case 'tools/list':
+        // One page: a catalog is small, so there is never a nextCursor.
+        return { jsonrpc: '2.0', id: requestId, result: { tools } };
+      case 'tools/call': {
+        const key = requestKey(requestId);
+        if (open.has(key)) {
+          return errorResponse(
+            requestId,
+            McpErrorCode.invalidRequest,
+            'A request with this id is still open; use a new id for each request.',
+          );
+        }
+        const request: OpenRequest = { controller: new AbortController(), cancelledByClient: false };
+        open.set(key, request);
+        if (open.size >= maximumOpenCalls && !pausedForBacklog) {
+          pausedForBacklog = true;
+          input.pause();
+        }
+        try {
+          const answer = await callTool(requestId, paramObject, request.controller.signal, request);
+          if (answer === undefined || request.controller.signal.aborted) return undefined;
+          if ('code' in answer) return errorResponse(requestId, answer.code, answer.message);
+          return { jsonrpc: '2.0', id: requestId, result: answer };
+        } finally {
+          if (open.get(key) === request) open.delete(key);
+          finishIfIdle();
+        }
+      }
+      default:
+        return errorResponse(
+          requestId,
+          McpErrorCode.methodNotFound,
+          `There is no method ${JSON.stringify(method.slice(0, 64))}.`,
+        );
+    }
+  };
+
+  const handleNotification = (method: string, params: unknown): void => {
+    if (method !== 'notifications/cancelled') return;
+    const requestId = isPlainObject(params) ? params['requestId'] : undefined;
+    if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+    const request = open.get(requestKey(requestId));
+    // An unknown or finished request: the answer crossed the cancel, which the protocol allows.
+    if (!request) return;
+    request.cancelledByClient = true;
+    request.controller.abort();
+    log({ level: 'info', message: `Request ${JSON.stringify(requestId)} cancelled by the client.` });
+  };
+
+  const handleLine = (line: string): void => {
+    const text = line.endsWith('\r') ? line.slice(0, -1) : line;
+    if (text.trim() === '') return;
+    let message: unknown;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      send(errorResponse(null, McpErrorCode.parseError, 'The line is not valid JSON.'));
+      return;
+    }
+    if (Array.isArray(message)) {
+      // A JSON-RPC batch (MCP 2025-03-26): one array of answers, once every request in it is done.
+      if (message.length === 0) {
+        send(errorResponse(null, McpErrorCode.invalidRequest, 'An empty batch is not a request.'));
+        return;
+      }
+      answerLater(
+        Promise.all(message.map((item) => settle(item))).then((answers) => {
+          const present = answers.filter((answer): answer is JsonRpcResponse => answer !== undefined);
+          return present.length > 0 ? present : undefined;
+        }),
+      );
+      return;
+    }
+    answerLater(settle(message));
+  };
+
+  /** Sends an answer when it is ready; the server is done only once every answer is out. */
+  const answerLater = (answer: Promise<JsonRpcResponse | JsonRpcResponse[] | undefined>): void => {
+    unanswered++;
+    void answer
+      .then((ready) => {
+        if (ready) send(ready);
+      })
+      .catch((error: unknown) => log({ level: 'error', message: 'Could not write an answer.', error }))
+      .finally(() => {
+        unanswered--;
+        finishIfIdle();
+      });
+  };
+
+  /** handleMessage, with any bug turned into an internal error answer instead of a crash. */
+  const settle = async (message: unknown): Promise<JsonRpcResponse | undefined> => {
+    try {
+      return await handleMessage(message);
+    } catch (error) {
+      log({ level: 'error', message: 'A request failed inside the MCP server.', error });
+      const id = isPlainObject(message) ? message['id'] : undefined;
+      const answerId = typeof id === 'string' || typeof id === 'number' ? id : null;
+      return errorResponse(answerId, McpErrorCode.internalError, 'The server could not handle this request.');
+    }
+  };
+
+  // --- Framing: newline-delimited JSON, with a byte limit per line ------------------------------
+
+  let pieces: Buffer[] = [];
+  let pieceBytes = 0;
+  let skipping = false;
+
+  const onData = (chunk: Buffer | string): void => {
+    const buffer = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+    let start = 0;
+    while (start <= buffer.length) {
+      const newline = buffer.indexOf(0x0a, start);
+      const end = newline === -1 ? buffer.length : newline;
+      if (!skipping && end > start) {
+        if (pieceBytes + (end - start) > maximumBytes) {
+          // Refused as soon as it is too long, not when it ends: it may never end. The rest of the
+          // line is dropped unread, so memory stays bounded by the limit.
+          skipping = true;
+          pieces = [];
+          pieceBytes = 0;
+          log({ level: 'warn', message: `Refused a message longer than ${maximumBytes} bytes.` });
+          send(
+            errorResponse(
+              null,
+              McpErrorCode.invalidRequest,
+              `The message is longer than ${maximumBytes} bytes and was not read. Send smaller messages.`,
+              { maximumMessageBytes: maximumBytes },
+            ),
+          );
+        } else {
+          // Copied: a stream may reuse its chunk's memory once this handler returns.
+          pieces.push(Buffer.from(buffer.subarray(start, end)));
+          pieceBytes += end - start;
+        }
+      }
+      if (newline === -1) break;
+      if (!skipping) handleLine(Buffer.concat(pieces, pieceBytes).toString('utf8'));
+      pieces = [];
+      pieceBytes = 0;
+      skipping = false;
+      start = newline + 1;
+    }
+  };
+
+  const onEnd = (): void => {
+    // A last message without its newline is still read.
+    if (!skipping && pieceBytes > 0) handleLine(Buffer.concat(pieces, pieceBytes).toString('utf8'));
+    pieces = [];
+    pieceBytes = 0;
+    ended = true;
+    finishIfIdle();
+  };
+
+  input.on('data', onData);
+  input.on('end', onEnd);
+  input.on('error', (error: unknown) => {
+    log({ level: 'error', message: 'The input stream failed; the MCP server stops.', error });
+    void close();
+  });
+  output.on('error', (error: unknown) => {
+    // The client went away (EPIPE): nobody can read answers any more.
+    log({ level: 'warn', message: 'The output stream failed; the MCP server stops.', error });
+    void close();
+  });
+  input.resume();
+
+  return { done, close };
+}
+
+/** The MCP tool entry for a contract: the same strict schema and description the other adapters send. */
+function describeTool(contract: ToolContract): {
+  name: string;
+  description: string;
+  inputSchema: JsonSchema;
+  annotations: { readOnlyHint: boolean; destructiveHint: boolean };
+} {
+  return {
+    name: contract.name,
+    description: modelDescription(contract),
+    inputSchema: strictInputSchema(contract),
+    annotations: {
+      readOnlyHint: contract.tier === 'readonly',
+      destructiveHint: contract.tier === 'irreversible' || contract.tier === 'approval',
+    },
+  };
+}
+
+function toolResult(
+  outcome: Pick<ToolCallOutcome, 'isError' | 'text'> & Partial<ToolCallOutcome>,
+): McpToolResult {
+  const runId = outcome.record?.runId;
+  return {
+    content: [{ type: 'text', text: outcome.text }],
+    isError: outcome.isError,
+    ...(outcome.state
+      ? {
+          _meta: {
+            ...(outcome.callId ? { 'toolgate/callId': outcome.callId } : {}),
+            ...(outcome.callId && runId ? { 'toolgate/runId': runId } : {}),
+            'toolgate/state': outcome.state,
+          },
+        }
+      : {}),
+  };
+}
+
+/**
+ * The client for one `tools/call`. When the MCP client cancels the request, the toolgate call it
+ * started is cancelled too (a run it merely joined belongs to someone else and is left alone).
+ */
+function cancellableCaller(
+  client: McpServerOptions['client'],
+  signal: AbortSignal,
+  request: OpenRequest,
+  log: (event: McpLogEvent) => void,
+): ToolgateCaller {
+  return {
+    start: async (...args) => {
+      const started = await client.start(...args);
+      const cancel = client.cancel?.bind(client);
+      if (cancel && started.disposition === 'started' && started.callId !== '') {
+        const cancelCall = (): void => {
+          if (!request.cancelledByClient) return;
+          cancel(started.callId).then(
+            (record) =>
+              log({ level: 'info', message: `Cancelled ${started.callId}; it ended ${record.status}.` }),
+            (error: unknown) =>
+              log({ level: 'error', message: `Could not cancel ${started.callId}.`, error }),
+          );
+        };
+        if (signal.aborted) cancelCall();
+        else signal.addEventListener('abort', cancelCall, { once: true });
+      }
+      return started;
+    },
+    // Every argument is passed on, whatever the adapters' path adds to these calls.
+    result: (...args) => client.result(...args),
+    get: (...args) => client.get(...args),
+  };
+}
+
+/** The work's result, or undefined as soon as the signal aborts (the work goes on unobserved). */
+function untilAborted<Result>(signal: AbortSignal, work: Promise<Result>): Promise<Result | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * At most `limit` jobs at once; the rest wait in arrival order. A job whose signal aborts while it
+ * waits leaves the queue without running, and resolves undefined.
+ */
+function createLimiter(
+  limit: number,
+): <Result>(signal: AbortSignal, work: () => Promise<Result | undefined>) => Promise<Result | undefined> {
+  let running = 0;
+  const waiting = new Set<() => void>();
+  return async (signal, work) => {
+    if (signal.aborted) return undefined;
+    if (running >= limit) {
+      const admitted = await new Promise<boolean>((resolve) => {
+        const admit = (): void => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(true);
+        };
+        const onAbort = (): void => {
+          waiting.delete(admit);
+          resolve(false);
+        };
+        waiting.add(admit);
+        signal.addEventListener('abort', onAbort, { once: true });
+      });
+      if (!admitted) return undefined;
+    } else {
+      running++;
+    }
+    try {
+      if (signal.aborted) return undefined;
+      return await work();
+    } finally {
+      // A freed slot passes straight to the next waiter, so a newcomer cannot slip in between.
+      const next = waiting.values().next();
+      if (next.done) running--;
+      else {
+        waiting.delete(next.value);
+        next.value();
+      }
+    }
+  };
+}
+
+function requestKey(id: RequestId): string {
+  // "1" and 1 are different ids.
+  return typeof id === 'string' ? `s:${id}` : `n:${id}`;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
