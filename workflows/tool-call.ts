@@ -203,6 +203,12 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
           upsertSearchAttributes([{ key: searchAttributeKeys.toolTier, value: contract.tier }]);
         }
         if (tierRequiresKey(contract.tier) && request.key === undefined) {
+          // A contract that derives its key from the arguments has none to give for arguments it
+          // cannot take (a client with the catalog then sends no key): what the caller can fix is
+          // the arguments, so that is what it is told. Same point, same commands as KEY_REQUIRED;
+          // the call closes in its first workflow task either way.
+          const verdict = contract.idempotencyKey ? checkArguments(contract, request.input) : undefined;
+          if (verdict && !verdict.ok) deny('INVALID_INPUT', verdict.message);
           deny('KEY_REQUIRED', `${contract.name} is ${contract.tier}: ${reasonCodes.KEY_REQUIRED.nextStep}`);
         }
       }

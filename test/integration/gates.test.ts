@@ -141,6 +141,18 @@ describe('the five gates against a real dev server', () => {
     expect(await readdir(harness.tools.paths.reportsDir).catch(() => [])).toHaveLength(0);
   });
 
+  it('tells a caller whose arguments give no derived key what is wrong with them, not to send a key', async () => {
+    // transfer_funds takes its key from the reference; with arguments it cannot take, the client
+    // derives none, and the key gate answers with what can be fixed: the arguments.
+    const record = await harness.client.call(
+      { tool: 'transfer_funds', input: { ...transfer('t-bad-amount').input, amountCents: -1 } },
+      agent,
+    );
+    expect(record).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none' });
+    expect(record.message).toContain('amountCents');
+    expect(record.key).toBeUndefined();
+  });
+
   it('denies a path that escapes the sandbox, with effect none', async () => {
     for (const path of ['../escape.md', '/etc/passwd', 'a/../../b.md', '..%2fx.md']) {
       const record = await harness.client.call(

@@ -52,6 +52,9 @@ const requiredPaths: Record<string, readonly string[]> = {
     // cancel that the tool ignores (session of 2026-12-04, the next one).
     ...approvalEndsSincePatch.map(([name]) => name),
     'cancel-ignored',
+    // A contract that derives its key, given arguments it cannot derive one from: recorded while
+    // that was denied KEY_REQUIRED; the same point now denies INVALID_INPUT, with the same commands.
+    'approval-derived-key-invalid-input',
     // The fast path (a readonly tool run as a local activity): recorded with a catalog that has
     // such a tool, and replayed with its bundle (see `fastPathFixture`).
     'fast-path-succeeded',
