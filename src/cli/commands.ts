@@ -25,6 +25,12 @@ import {
 } from './output.ts';
 import { runUntilStopped } from './stop-signals.ts';
 
+/**
+ * How a command that waits for a call behaves when no worker serves it: it gives up with exit 6
+ * (the call stays open) instead of hanging in silence.
+ */
+const cliWait = { noWorkerAfterMs: 15_000 } as const;
+
 interface CommonFlags extends ConnectionFlags {
   readonly json?: boolean;
 }
@@ -194,7 +200,7 @@ export function addClientCommands(program: Command): void {
         `toolgate call add_label --input '{"item":"ticket-9","label":"urgent"}' --json`,
         `toolgate call transfer_funds --input '{"reference":"inv-42","from":"ACC-1","to":"ACC-2","amountCents":1250,"currency":"EUR","memo":null}' --no-wait`,
       ]) +
-        '\nExit codes: 0 succeeded (or started, with --no-wait), 2 denied, 3 failed/timeout/cancelled, 6 unreachable.\n',
+        "\nExit codes: 0 succeeded (or started, with --no-wait), 2 denied, 3 failed/timeout/cancelled, 6 unreachable, or no worker has polled the call's task queue for 15 s (the call stays open and runs when one does).\n",
     )
     .action(
       async (
@@ -225,7 +231,7 @@ export function addClientCommands(program: Command): void {
             else printLines([`${started.disposition}: ${started.callId}`]);
             return record ? exitCodeForRecord(record) : ExitCode.ok;
           }
-          const record = await client.result(started.callId, started.runId);
+          const record = await client.result(started.callId, started.runId, cliWait);
           if (flags.json) printJson(record);
           else printLines(describeRecord(record));
           return exitCodeForRecord(record);
@@ -346,7 +352,7 @@ export function addClientCommands(program: Command): void {
                 : ExitCode.refused;
             let record = outcome.record;
             if (outcome.accepted && flags.wait) {
-              record = await client.result(id);
+              record = await client.result(id, undefined, cliWait);
               exitCode = exitCodeForRecord(record);
             }
             if (flags.json) printJson({ ...outcome, ...(record ? { record } : {}) });
@@ -371,7 +377,7 @@ export function addClientCommands(program: Command): void {
     .addHelpText(
       'after',
       examples(['toolgate cancel toolgate/default/slow_search/~5d1c…']) +
-        '\nExit codes: 0 cancelled, 4 the call was already closed, or ended on its own before the cancel reached it, 5 no such call.\n',
+        "\nExit codes: 0 cancelled, 4 the call was already closed, or ended on its own before the cancel reached it, 5 no such call, 6 unreachable, or no worker has polled the call's task queue for 15 s (the cancel is recorded and takes effect when one does).\n",
     )
     .action(async (id: string, flags: CommonFlags) =>
       runWithSession(flags, {}, async ({ client }) => {
@@ -383,7 +389,7 @@ export function addClientCommands(program: Command): void {
           else process.stderr.write(`toolgate: ${message}\n`);
           return ExitCode.refused;
         }
-        const record = await client.cancel(id);
+        const record = await client.cancel(id, cliWait);
         if (!endedByCancel(record)) {
           // The call closed on its own while the cancel was on its way: nothing was cancelled, and
           // what the tool did stands. Say so, with the record, rather than report a cancel.
@@ -429,7 +435,7 @@ export function addClientCommands(program: Command): void {
         'toolgate replay --status failed --tool read_config --since 1h --concurrency 8',
       ]) +
         '\nSucceeded calls are never replayed; denied calls are re-sent with corrected input instead.' +
-        '\nExit codes: 0 replayed and succeeded (bulk: all), 3 a replayed call did not succeed, 4 refused, 5 no such call.\n',
+        "\nExit codes: 0 replayed and succeeded (bulk: all), 3 a replayed call did not succeed, 4 refused, 5 no such call, 6 unreachable, or no worker has polled the call's task queue for 15 s.\n",
     )
     .action(
       async (
@@ -487,7 +493,7 @@ export function addClientCommands(program: Command): void {
               ]);
             return ExitCode.ok;
           }
-          const record = await client.result(id, outcome.started.runId);
+          const record = await client.result(id, outcome.started.runId, cliWait);
           if (flags.json) printJson({ ...outcome, record });
           else printLines(describeRecord(record));
           return exitCodeForRecord(record);

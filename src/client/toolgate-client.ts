@@ -15,6 +15,7 @@ import {
   decodeFromPayloadsAtIndex,
   decodeMapFromPayloads,
 } from '@temporalio/common/lib/internal-non-workflow/index.js';
+import { optionalTsToMs } from '@temporalio/common/lib/time.js';
 import { decisionSignal, recordQuery } from '../../workflows/messages.ts';
 import { releasedFailureType } from '../../workflows/tool-call.ts';
 import type { DecisionClaims, SignedDecision } from '../contracts/approval.ts';
@@ -409,13 +410,89 @@ export class ToolgateClient {
     return started.record ?? (await this.result(started.callId, started.runId));
   }
 
-  /** Waits for a call to close and returns its record. */
-  async result(callId: string, runId?: string): Promise<CallRecord> {
+  /**
+   * Waits for a call to close and returns its record. By default it waits for as long as the call
+   * takes, worker restarts included. With `noWorkerAfterMs` it gives up, with NoWorkerAnsweredError,
+   * once no worker has polled the call's task queue for that long: the call stays open and goes on
+   * when a worker comes (the CLI uses this, so that a command never hangs in silence).
+   */
+  async result(callId: string, runId?: string, options: ResultOptions = {}): Promise<CallRecord> {
     const handle = this.temporal.workflow.getHandle(callId, runId);
+    const { noWorkerAfterMs } = options;
+    if (noWorkerAfterMs === undefined) {
+      try {
+        return (await handle.result()) as CallRecord;
+      } catch (error) {
+        return recordFromFailure(error, callId);
+      }
+    }
+    const stop = new AbortController();
+    const waiting = this.temporal.connection
+      .withAbortSignal(stop.signal, () => handle.result())
+      .then(
+        (value) => value as CallRecord,
+        (error: unknown) => {
+          if (stop.signal.aborted) throw error;
+          return recordFromFailure(error, callId);
+        },
+      );
     try {
-      return (await handle.result()) as CallRecord;
-    } catch (error) {
-      return recordFromFailure(error, callId);
+      return await Promise.race([
+        waiting,
+        this.#failWhenNoWorker(callId, runId, noWorkerAfterMs, stop.signal),
+      ]);
+    } finally {
+      stop.abort();
+      waiting.catch(() => undefined);
+    }
+  }
+
+  /**
+   * Rejects with NoWorkerAnsweredError once no worker has polled the call's task queue for
+   * `afterMs`; otherwise never settles (until `signal` aborts). A live worker long-polls without a
+   * break of more than about 70 s, and the server lists a poller for some minutes after its last
+   * poll, so a poller counts as live when it was seen within the last 75 s.
+   */
+  async #failWhenNoWorker(
+    callId: string,
+    runId: string | undefined,
+    afterMs: number,
+    signal: AbortSignal,
+  ): Promise<never> {
+    const description = await this.temporal.workflow.getHandle(callId, runId).describe();
+    const taskQueue = description.taskQueue;
+    let noneSince: number | undefined;
+    for (;;) {
+      const response = await this.temporal.workflowService.describeTaskQueue({
+        namespace: this.temporal.options.namespace,
+        taskQueue: { name: taskQueue },
+        taskQueueType: taskQueueTypeWorkflow,
+      });
+      const now = Date.now();
+      const live = (response.pollers ?? []).some(
+        (poller) => now - (optionalTsToMs(poller.lastAccessTime) ?? 0) < livePollerWindowMs,
+      );
+      if (live) noneSince = undefined;
+      else noneSince ??= now;
+      if (noneSince !== undefined && now - noneSince >= afterMs) {
+        throw new NoWorkerAnsweredError(
+          `No worker has polled task queue ${JSON.stringify(taskQueue)} for ${Math.round((now - noneSince) / 1000)} s, ` +
+            `so nothing can run ${callId}. The call stays open and goes on when a worker starts: start one ` +
+            `(toolgate worker, or npm start), then read the call with: toolgate get ${callId}`,
+        );
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(noWorkerPollMs, afterMs));
+        signal.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(timer);
+            resolve();
+          },
+          { once: true },
+        );
+      });
+      if (signal.aborted) return new Promise<never>(() => undefined);
     }
   }
 
@@ -476,7 +553,7 @@ export class ToolgateClient {
    * status when the call closed on its own first (its tool finished before it saw the cancel, or
    * the call had already closed).
    */
-  async cancel(callId: string): Promise<CallRecord> {
+  async cancel(callId: string, options: ResultOptions = {}): Promise<CallRecord> {
     const handle = this.temporal.workflow.getHandle(callId);
     try {
       await handle.cancel();
@@ -486,7 +563,7 @@ export class ToolgateClient {
       // below, as not found.
       if (!(error instanceof WorkflowNotFoundError)) throw error;
     }
-    return this.result(callId);
+    return this.result(callId, undefined, options);
   }
 
   /** Approves a waiting call as a human approver. Says whether the decision counted. */
@@ -697,6 +774,21 @@ function sawNoPoller(error: unknown): boolean {
   }
   return false;
 }
+
+/** Options for waiting on a call's result. */
+export interface ResultOptions {
+  /** Give up once no worker has polled the call's task queue for this long. Default: never give up. */
+  readonly noWorkerAfterMs?: number;
+}
+
+/** How recently a poller must have been seen to count as a live worker. */
+const livePollerWindowMs = 75_000;
+
+/** TASK_QUEUE_TYPE_WORKFLOW: the workflow side of a task queue, which every toolgate worker polls. */
+const taskQueueTypeWorkflow = 1;
+
+/** How often a wait with `noWorkerAfterMs` looks for a worker. */
+const noWorkerPollMs = 2_000;
 
 /** How long get() waits for a worker to answer the record query, unless told otherwise. */
 const defaultQueryTimeoutMs = 10_000;
