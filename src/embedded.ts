@@ -22,6 +22,7 @@ import {
 import { ToolgateClient } from './client/toolgate-client.ts';
 import { type DevServer, findTemporalCli, startDevServer } from './dev/index.ts';
 import { exampleCatalog } from './tools/example-contracts.ts';
+import { untilAborted } from './until-aborted.ts';
 import { createWorker } from './worker/create-worker.ts';
 import { installRuntimeLogging } from './worker/runtime-logging.ts';
 
@@ -201,39 +202,6 @@ async function startEmbeddedParts(
       await server?.stop();
     },
   };
-}
-
-/**
- * Waits for a step that cannot itself be interrupted, or rejects at once when `signal` aborts; a
- * result that arrives after the interruption is handed to `dispose`.
- */
-function untilAborted<T>(
-  step: Promise<T>,
-  signal: AbortSignal | undefined,
-  dispose?: (late: T) => Promise<unknown>,
-): Promise<T> {
-  if (!signal) return step;
-  return new Promise<T>((resolveStep, rejectStep) => {
-    const onAbort = (): void => {
-      rejectStep(signal.reason);
-      void step.then((late) => dispose?.(late)).catch(() => undefined);
-    };
-    if (signal.aborted) {
-      onAbort();
-      return;
-    }
-    signal.addEventListener('abort', onAbort, { once: true });
-    step.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolveStep(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        rejectStep(error);
-      },
-    );
-  });
 }
 
 async function ensureExampleConfig(file: string): Promise<void> {

@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector, request } from 'undici';
 import { type ParsedSafeUrl, parseSafeUrl, type SafeUrlRules } from '../../src/contracts/safe-url.ts';
+import { untilAborted } from '../../src/until-aborted.ts';
 import { ToolDenied, ToolError } from '../tool-implementation.ts';
 
 /** Options for {@link safeUrl}: the lexical rules plus the execution-time bounds. */
@@ -311,32 +312,6 @@ export function safeUrl(options: SafeUrlOptions = {}): SafeUrlGuard {
   }
 
   return { vet, fetch: fetchUrl, stats };
-}
-
-/**
- * Settles like `promise` unless `signal` aborts first, then rejects with the signal's reason. The
- * promise is left to settle on its own; its result or error is dropped.
- */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) {
-    promise.catch(() => undefined);
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolvePromise, rejectPromise) => {
-    const onAbort = () => rejectPromise(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolvePromise(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        rejectPromise(error);
-      },
-    );
-  });
 }
 
 /** The caller's headers as lower-case name/value pairs, whatever form they came in. */

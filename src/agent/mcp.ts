@@ -1,6 +1,7 @@
 import packageJson from '../../package.json' with { type: 'json' };
 import type { ToolgateClient } from '../client/toolgate-client.ts';
 import { createCatalog, lookupTool, type ToolCatalog, type ToolContract } from '../contracts/define-tool.ts';
+import { untilAborted } from '../until-aborted.ts';
 import { modelErrorText } from './model-messages.ts';
 import {
   type RunToolCallsOptions,
@@ -218,13 +219,17 @@ export function serveMcp(options: McpServerOptions): McpServer {
       });
     }
     const outcome = await limiter(signal, () =>
+      // Once the client cancels, the answer is dropped (the call goes on, cancelled or not).
       untilAborted(
-        signal,
         runOneToolCall(
           { id: String(id), name, input: argumentsValue },
           { ...runOptions, client: cancellableCaller(options.client, signal, request, log) },
         ),
-      ),
+        signal,
+      ).catch((error: unknown) => {
+        if (signal.aborted) return undefined;
+        throw error;
+      }),
     );
     return outcome === undefined ? undefined : toolResult(outcome);
   };
@@ -546,25 +551,6 @@ function cancellableCaller(
     result: (...args) => client.result(...args),
     get: (...args) => client.get(...args),
   };
-}
-
-/** The work's result, or undefined as soon as the signal aborts (the work goes on unobserved). */
-function untilAborted<Result>(signal: AbortSignal, work: Promise<Result>): Promise<Result | undefined> {
-  if (signal.aborted) return Promise.resolve(undefined);
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => resolve(undefined);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }
 
 /**

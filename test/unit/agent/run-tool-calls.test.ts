@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { answerAnthropicToolUse } from '../../../src/agent/anthropic.ts';
 import { awaitPendingCall, type KeyFunction, runToolCalls } from '../../../src/agent/run-tool-calls.ts';
 import type { CallContext } from '../../../src/contracts/call-record.ts';
-import { createCatalog, defineTool } from '../../../src/contracts/define-tool.ts';
+import { createCatalog } from '../../../src/contracts/define-tool.ts';
 import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
+import { payInvoiceWithBuggyKey } from '../../support/throwing-key-contract.ts';
 import { createFakeClient } from './fake-client.ts';
 
 const context: CallContext = { tenant: 'acme', principal: 'agent-7', principalKind: 'agent' };
@@ -152,20 +152,12 @@ describe('idempotency keys from agents', () => {
 
 describe('a key function that throws', () => {
   it('answers INVALID_INPUT, not a service failure the model would retry, and starts nothing', async () => {
-    const invoice = defineTool({
-      name: 'pay_invoice',
-      description: 'd',
-      input: () => z.strictObject({ invoice: z.string().nullable() }),
-      tier: 'irreversible',
-      timeoutMs: 1,
-      idempotencyKey: (input) => `pay-${input.invoice!.toLowerCase()}`,
-    });
     const client = createFakeClient({ pay_invoice: { kind: 'closed', status: 'succeeded', output: 1 } });
     const errors: unknown[] = [];
     const [outcome] = await runToolCalls([{ id: 'p', name: 'pay_invoice', input: { invoice: null } }], {
       client,
       context,
-      catalog: createCatalog([invoice]),
+      catalog: createCatalog([payInvoiceWithBuggyKey]),
       onError: (error) => errors.push(error),
     });
     expect(client.starts).toHaveLength(0);

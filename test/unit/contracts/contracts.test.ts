@@ -21,6 +21,7 @@ import { reasonCodes, retryableReasonCodes } from '../../../src/contracts/reason
 import { isToolAllowed } from '../../../src/policy/allowlist.ts';
 import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
 import { keyIsReleased } from '../../../workflows/tool-call.ts';
+import { payInvoiceWithBuggyKey } from '../../support/throwing-key-contract.ts';
 
 describe('canonical JSON and fingerprints', () => {
   it('sorts keys at every level and ignores undefined members', () => {
@@ -176,16 +177,7 @@ describe('defineTool', () => {
 
 describe('requests a client refuses before starting anything', () => {
   const context = { tenant: 't', principal: 'p', principalKind: 'agent' } as const;
-  const invoice = defineTool({
-    name: 'pay_invoice',
-    description: 'd',
-    input: () => z.strictObject({ invoice: z.string().nullable() }),
-    tier: 'irreversible',
-    timeoutMs: 1,
-    // A key function with a bug: the schema lets invoice be null.
-    idempotencyKey: (input) => `pay-${input.invoice!.toLowerCase()}`,
-  });
-  const catalog = createCatalog([invoice]);
+  const catalog = createCatalog([payInvoiceWithBuggyKey]);
   // Any use of Temporal would throw: these requests must be answered before that.
   const client = new ToolgateClient({ client: { workflow: {} } as unknown as Client, catalog });
 
