@@ -132,7 +132,12 @@ export type {
   StartedCall,
   ToolgateClientOptions,
 } from './client/toolgate-client.ts';
-export { NoWorkerAnsweredError, ToolgateClient, ToolgateUsageError } from './client/toolgate-client.ts';
+export {
+  ClusterNotReadyError,
+  NoWorkerAnsweredError,
+  ToolgateClient,
+  ToolgateUsageError,
+} from './client/toolgate-client.ts';
 export type { DecisionClaims, SignedDecision } from './contracts/approval.ts';
 export { callId, idempotencyKeyPattern } from './contracts/call-id.ts';
 export type {

@@ -209,6 +209,38 @@ export class ToolgateUsageError extends Error {
   override readonly name = 'ToolgateUsageError';
 }
 
+/**
+ * The cluster cannot take toolgate's calls as it is: its namespace lacks toolgate's search
+ * attributes. The message says how to register them.
+ */
+export class ClusterNotReadyError extends Error {
+  override readonly name = 'ClusterNotReadyError';
+}
+
+/** gRPC's INVALID_ARGUMENT status code. */
+const grpcInvalidArgument = 3;
+
+/** A start refused for a reason an operator can fix gets a message that says how; others pass as they are. */
+function explainStartFailure(error: unknown, temporal: Client): unknown {
+  for (let current = error; current instanceof Error; current = current.cause) {
+    const { code, details } = current as Error & { code?: unknown; details?: unknown };
+    const text = typeof details === 'string' ? details : current.message;
+    const missing =
+      /no mapping defined for search attribute (\w+)|search attribute (\w+) is not defined/i.exec(text);
+    if (code === grpcInvalidArgument && missing) {
+      const namespace = temporal.options.namespace;
+      return new ClusterNotReadyError(
+        `The namespace ${JSON.stringify(namespace)} does not have toolgate's search attribute ${missing[1] ?? missing[2]}, ` +
+          `so no call can start there. Register toolgate's search attributes once: ` +
+          `TEMPORAL_ADDRESS=<address> TEMPORAL_NAMESPACE=${namespace} deploy/temporal/register-search-attributes.sh ` +
+          `(the embedded dev server of toolgate dev registers them itself).`,
+        { cause: error },
+      );
+    }
+  }
+  return error;
+}
+
 /** No worker answered a call's record query: none runs on the call's task queue, or all are busy. */
 export class NoWorkerAnsweredError extends Error {
   override readonly name = 'NoWorkerAnsweredError';
@@ -320,7 +352,8 @@ export class ToolgateClient {
         }),
       );
     } catch (error) {
-      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError))
+        throw explainStartFailure(error, this.temporal);
       // The key's call is closed and keeps its key: same arguments get the stored record. The
       // refused start means the key's latest run completed, so a completed history is that run's.
       const seen = await peek;
