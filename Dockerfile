@@ -1,8 +1,8 @@
 # syntax=docker/dockerfile:1
 # toolgate worker image. Build: `docker build -t toolgate-worker .` (docker-compose.yml builds it too).
 #
-# The worker runs the TypeScript sources directly with tsx, which is a regular (production) dependency,
-# so there is no compile step and the image needs no dev dependencies. No secret is baked in: credentials
+# The worker runs the TypeScript sources directly: bin/toolgate.js loads tsx (a regular, production
+# dependency) in its own process, so there is no compile step and the image needs no dev dependencies. No secret is baked in: credentials
 # and the approval public key arrive at run time (environment / read-only mounts).
 
 # ---- dependencies: production node_modules only ----
@@ -26,6 +26,7 @@ WORKDIR /app
 # Application files stay owned by root, so the unprivileged `node` user cannot modify the code it runs.
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json package-lock.json tsconfig.json ./
+COPY bin ./bin
 COPY src ./src
 COPY workflows ./workflows
 COPY activities ./activities
@@ -35,5 +36,6 @@ RUN mkdir -p /data && chown node:node /data
 
 USER node
 
-# SIGTERM handling: compose runs this with `init: true`, so PID 1 is a real init that forwards signals.
-CMD ["npx", "tsx", "src/cli/run.ts", "worker"]
+# SIGTERM handling: compose runs this with `init: true`, so PID 1 is a real init that forwards signals,
+# and they reach the worker itself: node runs it directly, with no npx or tsx wrapper to relay them.
+CMD ["node", "bin/toolgate.js", "worker"]

@@ -583,7 +583,12 @@ describe('Dockerfile and .dockerignore', () => {
     const lastFrom = instructions.map((l) => /^FROM\s/i.test(l)).lastIndexOf(true);
     const users = instructions.slice(lastFrom).filter((l) => /^USER\s/.test(l));
     expect(users.at(-1)).toBe('USER node');
-    expect(instructions.at(-1)).toBe('CMD ["npx", "tsx", "src/cli/run.ts", "worker"]');
+    // node itself, so signals reach the worker without a wrapper relaying them; tsx loads inside it,
+    // so it must be a production dependency, and bin/ must be in the image.
+    expect(instructions.at(-1)).toBe('CMD ["node", "bin/toolgate.js", "worker"]');
+    expect(instructions).toContain('COPY bin ./bin');
+    const manifest = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
+    expect(Object.keys(manifest.dependencies)).toContain('tsx');
     for (const line of instructions.filter((l) => /^(ENV|ARG)\s/.test(l))) {
       expect(line).not.toMatch(SECRET_NAME);
     }
