@@ -46,72 +46,132 @@ export function endedByCancel(record: Pick<CallRecord, 'status' | 'reason'>): bo
   return record.status === 'cancelled' || (record.status === 'denied' && record.reason === 'CANCELLED');
 }
 
-/** One JSON document on stdout, for `--json`. */
+/**
+ * Characters JSON.stringify leaves raw that a terminal may still act on: DEL and the C1 controls
+ * (U+009B is CSI on a terminal that takes 8-bit controls), the line and paragraph separators, and
+ * the bidirectional overrides and isolates that reorder what is shown.
+ */
+const jsonUnsafeCharacters = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * One JSON document on stdout, for `--json`. The characters above are written as `\uXXXX` escapes:
+ * outside strings JSON has none of them, so the document parses to the same value.
+ */
 export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  process.stdout.write(`${formatJson(value)}\n`);
+}
+
+/** The text {@link printJson} writes, without the final newline. */
+export function formatJson(value: unknown): string {
+  const text = JSON.stringify(value, null, 2) ?? 'undefined';
+  return text.replace(
+    jsonUnsafeCharacters,
+    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 export function printLines(lines: readonly string[]): void {
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-/** Strips control characters, so a model-written value cannot move the cursor or recolour a terminal. */
+/**
+ * Strips control characters, so a model-written value cannot move the cursor, recolour a terminal,
+ * set its title or reorder what it shows: C0 and C1 controls, DEL, the line and paragraph
+ * separators, and the bidirectional overrides and isolates each become `?`.
+ */
 export function safeText(value: unknown, maxLength = 200): string {
   const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: removing control characters is the point.
-  const cleaned = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+  const cleaned = text.replace(
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: removing control characters is the point.
+    /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
+    '?',
+  );
   return cleaned.length > maxLength ? `${cleaned.slice(0, maxLength - 1)}…` : cleaned;
 }
 
-/** A record as a short human-readable block. */
+/** How long a call ID may be shown: a tenant, a tool and a key, each of bounded length, and some. */
+const callIdWidth = 400;
+/** Names: tools, tenants, principals, approvers, operators. */
+const nameWidth = 130;
+
+/** What `call`, `run` and `input` say for a record that no workflow run wrote. */
+function describeIdentity(record: CallRecord): string[] {
+  // A call refused before any workflow started (KEY_MISMATCH, PAYLOAD_TOO_LARGE, a malformed key,
+  // an absurd tool name): there is no call ID, no run, and the input was not kept.
+  if (record.callId === '') {
+    return [
+      'call      (none: refused before a call was started)',
+      'run       (none: no run was started)',
+      `input     ${record.input === null || record.input === undefined ? '(not kept: the call was refused before it started)' : safeText(record.input)}`,
+    ];
+  }
+  // A run that was terminated or ended abnormally left no record: its run and input are unknown.
+  const noRecord = '(unknown: the run ended without a record)';
+  return [
+    `call      ${safeText(record.callId, callIdWidth)}`,
+    `run       ${record.runId === '' ? noRecord : safeText(record.runId, 64)}`,
+    `input     ${record.synthetic === true && record.input === null ? noRecord : safeText(record.input)}`,
+  ];
+}
+
+/**
+ * A record as a short human-readable block. Every value goes through {@link safeText}: a model, a
+ * caller or an approver wrote most of them, and a search attribute or a record can say anything.
+ */
 export function describeRecord(record: CallRecord): string[] {
+  const [callLine, runLine, inputLine] = describeIdentity(record);
   const lines = [
-    `call      ${record.callId}`,
-    `run       ${record.runId}`,
-    `tool      ${record.tool}${record.tier ? ` (${record.tier})` : ''}`,
-    `status    ${record.status}   effect ${record.effect}${record.reason ? `   reason ${record.reason}` : ''}`,
-    `requester ${record.principal} (${record.principalKind}) in ${record.tenant}`,
-    `input     ${safeText(record.input)}`,
+    callLine!,
+    runLine!,
+    `tool      ${safeText(record.tool, nameWidth)}${record.tier ? ` (${safeText(record.tier, 32)})` : ''}`,
+    `status    ${safeText(record.status, 32)}   effect ${safeText(record.effect, 32)}${record.reason ? `   reason ${safeText(record.reason, 64)}` : ''}`,
+    `requester ${safeText(record.principal, nameWidth)} (${safeText(record.principalKind, 32)}) in ${safeText(record.tenant, nameWidth)}`,
+    ...(record.key !== undefined ? [`key       ${safeText(record.key, nameWidth)}`] : []),
+    inputLine!,
   ];
   if (record.message) lines.push(`message   ${safeText(record.message, 400)}`);
   if (record.output !== undefined) lines.push(`output    ${safeText(record.output)}`);
   if (record.approval) {
     const approval = record.approval;
-    lines.push(`approvers ${approval.approvers.join(', ')}   expires ${approval.expiresAt}`);
+    lines.push(
+      `approvers ${approval.approvers.map((approver) => safeText(approver, nameWidth)).join(', ')}   expires ${safeText(approval.expiresAt, 64)}`,
+    );
     if (approval.preview) lines.push(`preview   ${safeText(approval.preview, 400)}`);
     if (approval.decision) {
       lines.push(
-        `decision  ${approval.decision} by ${approval.decidedBy ?? '?'}${approval.comment ? `: ${safeText(approval.comment)}` : ''}`,
+        `decision  ${safeText(approval.decision, 32)} by ${approval.decidedBy === undefined ? '?' : safeText(approval.decidedBy, nameWidth)}${approval.comment ? `: ${safeText(approval.comment)}` : ''}`,
       );
     }
   }
   if (record.replay) {
+    const replay = record.replay;
     lines.push(
-      `replay    of run ${record.replay.replacesRunId} by ${record.replay.operator}${record.replay.force ? ' (forced)' : ''}${record.replay.reason ? `: ${safeText(record.replay.reason)}` : ''}`,
+      `replay    of run ${safeText(replay.replacesRunId, 64)} by ${safeText(replay.operator, nameWidth)}${replay.force ? ' (forced)' : ''}${replay.reason ? `: ${safeText(replay.reason)}` : ''}`,
     );
   }
   if (record.undo) {
+    const undo = record.undo;
     lines.push(
-      `undo      ${record.undo.status} by ${record.undo.operator} at ${record.undo.at}${record.undo.message ? `: ${safeText(record.undo.message)}` : ''}`,
+      `undo      ${safeText(undo.status, 32)} by ${safeText(undo.operator, nameWidth)} at ${safeText(undo.at, 64)}${undo.message ? `: ${safeText(undo.message)}` : ''}`,
     );
   }
   lines.push('transitions');
   for (const transition of record.transitions) {
     lines.push(
-      `  ${transition.at}  ${transition.status}${transition.note ? `  ${safeText(transition.note)}` : ''}`,
+      `  ${safeText(transition.at, 64)}  ${safeText(transition.status, 32)}${transition.note ? `  ${safeText(transition.note)}` : ''}`,
     );
   }
   if (record.refusedDecisions.length > 0) {
     lines.push('refused decisions');
     for (const refused of record.refusedDecisions) {
       lines.push(
-        `  ${refused.at}  ${refused.decision} claimed by ${safeText(refused.claimedApprover, 64)}: ${safeText(refused.reason)}`,
+        `  ${safeText(refused.at, 64)}  ${safeText(refused.decision, 32)} claimed by ${safeText(refused.claimedApprover, 64)}: ${safeText(refused.reason)}`,
       );
     }
   }
   if (record.decisionsDroppedUnread) {
     lines.push(
-      `decisions dropped unread: ${record.decisionsDroppedUnread} (the queue of decisions to check was full: a flood of signals; a valid one among them must be sent again)`,
+      `decisions dropped unread: ${safeText(record.decisionsDroppedUnread, 32)} (the queue of decisions to check was full: a flood of signals; a valid one among them must be sent again)`,
     );
   }
   return lines;
@@ -135,13 +195,13 @@ export function describeCalls(calls: readonly CallSummary[]): string[] {
   return formatTable(
     ['STARTED', 'STATUS', 'EFFECT', 'TOOL', 'TENANT', 'PRINCIPAL', 'CALL ID'],
     calls.map((call) => [
-      call.startedAt.replace('T', ' ').slice(0, 19),
-      call.status,
-      call.effect ?? '',
-      call.tool,
-      call.tenant ?? '',
+      safeText(call.startedAt.replace('T', ' ').slice(0, 19), 32),
+      safeText(call.status, 32),
+      safeText(call.effect ?? '', 32),
+      safeText(call.tool, 64),
+      safeText(call.tenant ?? '', 64),
       safeText(call.principal ?? '', 32),
-      call.callId,
+      safeText(call.callId, callIdWidth),
     ]),
   );
 }
@@ -156,25 +216,39 @@ export function createProgressReporter(stream: NodeJS.WriteStream = process.stde
     const filled = progress.total === 0 ? width : Math.round((progress.done / progress.total) * width);
     const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
     const counts = `${progress.done}/${progress.total}  ok ${progress.succeeded}  failed ${progress.failed}  refused ${progress.refused}`;
+    const item = `${safeText(progress.item.outcome, 32)} ${safeText(progress.item.callId, callIdWidth)}`;
     if (stream.isTTY) {
       stream.write(`\r${bar} ${counts}`);
       if (progress.done === progress.total) stream.write('\n');
     } else {
-      stream.write(`replay ${bar} ${counts}  ${progress.item.outcome} ${progress.item.callId}\n`);
+      stream.write(`replay ${bar} ${counts}  ${item}\n`);
     }
   };
 }
 
 export function describeBulkSummary(summary: BulkReplaySummary): string[] {
   const rows = summary.items.map((item) => [
-    item.outcome,
-    item.tool,
-    item.callId,
+    safeText(item.outcome, 32),
+    safeText(item.tool, 64),
+    safeText(item.callId, callIdWidth),
     safeText(item.message ?? '', 80),
   ]);
   const table = summary.items.length > 0 ? formatTable(['OUTCOME', 'TOOL', 'CALL ID', 'NOTE'], rows) : [];
-  const totals = summary.dryRun
-    ? `Dry run: ${summary.total} call(s) would be replayed; nothing was started.`
-    : `Replayed ${summary.total}: ${summary.succeeded} succeeded, ${summary.failed} failed, ${summary.refused} refused.`;
-  return [...table, '', totals];
+  return [...table, '', summary.dryRun ? describeDryRunTotals(summary) : describeReplayTotals(summary)];
+}
+
+function describeReplayTotals(summary: BulkReplaySummary): string {
+  return `Replayed ${summary.total}: ${summary.succeeded} succeeded, ${summary.failed} failed, ${summary.refused} refused.`;
+}
+
+/** A dry run checked each call as a replay would: some would be replayed, some refused. */
+function describeDryRunTotals(summary: BulkReplaySummary): string {
+  const planned = summary.items.filter((item) => item.outcome === 'planned').length;
+  if (planned === summary.total) {
+    return `Dry run: ${summary.total} call(s) would be replayed; nothing was started.`;
+  }
+  const errors = summary.items.filter(
+    (item) => item.outcome !== 'planned' && item.outcome !== 'refused',
+  ).length;
+  return `Dry run: ${planned} of ${summary.total} call(s) would be replayed, ${summary.refused} would be refused${errors > 0 ? `, ${errors} could not be checked` : ''}; nothing was started.`;
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  ServiceError,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowNotFoundError,
@@ -28,7 +29,7 @@ export interface ListFilters {
   readonly reason?: string;
   /** Only calls started at or after this time: a Date, an ISO timestamp, or a duration like `1h`. */
   readonly since?: Date | string;
-  /** At most this many calls, newest first. Default 100. */
+  /** At most this many calls, in the order of `list`. Default 100. */
   readonly limit?: number;
 }
 
@@ -134,6 +135,53 @@ export interface ToolgateOperationsOptions {
 const keywordValuePattern = /^[A-Za-z0-9_.:@/~-]{1,256}$/;
 
 /**
+ * `get <id> --run <run>` named a run that is not one of the call's (unknown, or not a run ID at
+ * all), while the call itself exists. A {@link WorkflowNotFoundError}, so the CLI exits "not found".
+ */
+export class UnknownRunError extends WorkflowNotFoundError {
+  override readonly name = 'UnknownRunError';
+}
+
+/**
+ * The ID names a workflow that is not a toolgate call, such as the undo of a call
+ * (`<call id>/undo`). Not a {@link WorkflowNotFoundError}: the CLI replaces the message of those
+ * with a plain "there is no call", and this one's message says what the ID is and which call to
+ * read instead.
+ */
+export class NotACallError extends Error {
+  override readonly name = 'NotACallError';
+  readonly workflowId: string;
+  /** The call this workflow belongs to, when it is a call's undo. */
+  readonly belongsTo: string | undefined;
+
+  constructor(message: string, workflowId: string, belongsTo: string | undefined) {
+    super(message);
+    this.workflowId = workflowId;
+    this.belongsTo = belongsTo;
+  }
+}
+
+/** gRPC's INVALID_ARGUMENT status code: what the server answers for a run ID that is not a UUID. */
+const grpcInvalidArgument = 3;
+
+function isInvalidArgument(error: unknown): boolean {
+  return (
+    error instanceof ServiceError &&
+    (error.cause as { code?: unknown } | undefined)?.code === grpcInvalidArgument
+  );
+}
+
+/** What `describe()` says of a workflow. */
+type WorkflowDescription = Awaited<
+  ReturnType<ReturnType<ToolgateClient['temporal']['workflow']['getHandle']>['describe']>
+>;
+
+/** The outcome of the replay checks: the record a replay would re-run, or why it will not. */
+type ReplayCheck =
+  | { readonly eligible: true; readonly record: CallRecord }
+  | { readonly eligible: false; readonly refusal: string };
+
+/**
  * The operator's API on top of {@link ToolgateClient}: list calls by search attributes, replay
  * failed calls one by one or in bulk, and undo succeeded reversible calls.
  */
@@ -150,7 +198,11 @@ export class ToolgateOperations {
     this.#undoWorkflowType = options.undoWorkflowType ?? 'toolUndo';
   }
 
-  /** Lists calls (one entry per run), newest first. Visibility lags writes by a moment. */
+  /**
+   * Lists calls (one entry per run) in the order Temporal's visibility store gives them: open runs
+   * first, the most recently started first, then closed runs, the most recently closed first.
+   * Visibility lags writes by a moment.
+   */
   async list(filters: ListFilters = {}): Promise<CallSummary[]> {
     const limit = filters.limit ?? 100;
     const query = buildListQuery(filters, this.#callWorkflowType);
@@ -192,18 +244,31 @@ export class ToolgateOperations {
    * run (an earlier one a replay replaced) can be read with `runId`.
    */
   async get(callId: string, options: { runId?: string } = {}): Promise<CallRecord | undefined> {
-    let record: CallRecord | undefined;
-    if (options.runId) {
-      try {
-        await this.client.temporal.workflow.getHandle(callId, options.runId).describe();
-      } catch (error) {
+    const { runId } = options;
+    let description: WorkflowDescription;
+    try {
+      description = await this.client.temporal.workflow.getHandle(callId, runId).describe();
+    } catch (error) {
+      // The server answers "not found" for a run ID it does not know under this workflow ID, and
+      // "invalid argument" for one that is not a run ID at all.
+      const runNotFound =
+        runId !== undefined && (error instanceof WorkflowNotFoundError || isInvalidArgument(error));
+      if (!runNotFound) {
         if (error instanceof WorkflowNotFoundError) return undefined;
         throw error;
       }
-      record = await this.client.result(callId, options.runId);
-    } else {
-      record = await this.client.get(callId);
+      if (!(await this.#exists(callId))) return undefined;
+      throw new UnknownRunError(
+        `The call ${callId} has no run ${runId}: that run ID is unknown for this call. \`toolgate get ${callId}\` shows its latest run, whose replay names the run it replaced.`,
+        callId,
+        runId,
+      );
     }
+    const notACall = this.#notACall(callId, description.type);
+    if (notACall) throw new NotACallError(notACall.message, callId, notACall.owner);
+    // Reads an open run by query and a closed one by its result: waiting for the result of an
+    // open run would wait for as long as it stays open.
+    const record = await this.client.get(callId, runId !== undefined ? { runId } : {});
     if (!record) return undefined;
     const undo = await this.#readUndo(callId, record.runId);
     return undo ? { ...record, undo } : record;
@@ -215,17 +280,51 @@ export class ToolgateOperations {
    */
   async replay(callId: string, options: ReplayOptions): Promise<ReplayOutcome> {
     const refuse = (refusal: string): ReplayOutcome => ({ replayed: false, callId, refusal });
+    const check = await this.#checkReplay(callId, options);
+    if (!check.eligible) return refuse(check.refusal);
+    const { record } = check;
+    const replay: ReplayInfo = {
+      replacesRunId: record.runId,
+      operator: options.operator,
+      force: options.force === true,
+      ...(options.reason?.trim() ? { reason: options.reason.trim() } : {}),
+    };
+    const started = await this.client.start(
+      { tool: record.tool, input: record.input, ...(record.key !== undefined ? { key: record.key } : {}) },
+      { tenant: record.tenant, principal: record.principal, principalKind: record.principalKind },
+      { replay, callId },
+    );
+    if (started.disposition === 'refused' || started.disposition === 'existing') {
+      return refuse(
+        started.record?.message ?? 'Temporal did not start a new run; the call keeps its key (see get).',
+      );
+    }
+    if (started.disposition === 'attached') {
+      // Between the read above and the start, another run took the call ID: a replay of the same
+      // run that got there first (the server hands it back for the same request ID), or a new call.
+      return refuse(
+        `Nothing was started: run ${started.runId} of this call began after run ${record.runId}, the one this replay read (another replay got there first, or a new call with its key). Read the call again (toolgate get ${callId}) before replaying it.`,
+      );
+    }
+    return { replayed: true, callId, replacesRunId: record.runId, started };
+  }
+
+  /**
+   * Whether `replay` would start a new run of the call, and from which record; it starts nothing.
+   * `replay` runs these checks before it starts, and a bulk dry run runs them alone.
+   */
+  async #checkReplay(callId: string, options: ReplayOptions): Promise<ReplayCheck> {
+    const refuse = (refusal: string): ReplayCheck => ({ eligible: false, refusal });
     if (!options.operator) return refuse('A replay needs an operator name (who is asking).');
-    let description: Awaited<
-      ReturnType<ReturnType<ToolgateClient['temporal']['workflow']['getHandle']>['describe']>
-    >;
+    let description: WorkflowDescription;
     try {
       description = await this.client.temporal.workflow.getHandle(callId).describe();
     } catch (error) {
       if (error instanceof WorkflowNotFoundError) return refuse(`There is no call ${callId}.`);
       throw error;
     }
-    if (description.type !== this.#callWorkflowType) return refuse(`${callId} is not a toolgate call.`);
+    const notACall = this.#notACall(callId, description.type);
+    if (notACall) return refuse(notACall.message);
     if (description.status.name === 'RUNNING') {
       return refuse('The call is still open; wait for it to finish or cancel it first.');
     }
@@ -266,30 +365,34 @@ export class ToolgateOperations {
         return refuse('A forced replay needs a reason; it is recorded on the new run.');
       }
     }
-    const replay: ReplayInfo = {
-      replacesRunId: record.runId,
-      operator: options.operator,
-      force: options.force === true,
-      ...(options.reason?.trim() ? { reason: options.reason.trim() } : {}),
-    };
-    const started = await this.client.start(
-      { tool: record.tool, input: record.input, ...(record.key !== undefined ? { key: record.key } : {}) },
-      { tenant: record.tenant, principal: record.principal, principalKind: record.principalKind },
-      { replay, callId },
-    );
-    if (started.disposition === 'refused' || started.disposition === 'existing') {
-      return refuse(
-        started.record?.message ?? 'Temporal did not start a new run; the call keeps its key (see get).',
-      );
+    return { eligible: true, record };
+  }
+
+  /**
+   * Why a workflow of this type is not a call, naming the call it belongs to when it is one's undo;
+   * undefined for a call.
+   */
+  #notACall(id: string, type: string): { message: string; owner?: string } | undefined {
+    if (type === this.#callWorkflowType) return undefined;
+    if (type === this.#undoWorkflowType && id.endsWith(undoIdSuffix)) {
+      const owner = id.slice(0, -undoIdSuffix.length);
+      return {
+        message: `${id} is not a call: it is the undo of the call ${owner}. \`toolgate get ${owner}\` shows that call and its undo.`,
+        owner,
+      };
     }
-    if (started.disposition === 'attached') {
-      // Between the read above and the start, another run took the call ID: a replay of the same
-      // run that got there first (the server hands it back for the same request ID), or a new call.
-      return refuse(
-        `Nothing was started: run ${started.runId} of this call began after run ${record.runId}, the one this replay read (another replay got there first, or a new call with its key). Read the call again (toolgate get ${callId}) before replaying it.`,
-      );
+    return { message: `${id} is not a toolgate call (it is a ${type} workflow).` };
+  }
+
+  /** Whether any workflow has this ID. */
+  async #exists(id: string): Promise<boolean> {
+    try {
+      await this.client.temporal.workflow.getHandle(id).describe();
+      return true;
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError || isInvalidArgument(error)) return false;
+      throw error;
     }
-    return { replayed: true, callId, replacesRunId: record.runId, started };
   }
 
   /**
@@ -311,13 +414,32 @@ export class ToolgateOperations {
       else if (item.outcome !== 'planned' && item.outcome !== 'started') failed += 1;
       options.onProgress?.({ total: targets.length, done: items.length, succeeded, failed, refused, item });
     };
-    if (options.dryRun) {
-      for (const call of targets) report({ callId: call.callId, tool: call.tool, outcome: 'planned' });
-      return { total: targets.length, succeeded, failed, refused, dryRun: true, items };
-    }
     const concurrency = Math.max(1, Math.min(options.concurrency ?? 4, 64));
     let next = 0;
-    const workOne = async (call: CallSummary): Promise<BulkReplayItem> => {
+    // A dry run checks each call as its replay would, and starts nothing: what it plans is what a
+    // replay would start then, and what it refuses comes with the reason a replay would give.
+    const planOne = async (call: CallSummary): Promise<BulkReplayItem> => {
+      try {
+        const check = await this.#checkReplay(call.callId, options);
+        if (!check.eligible) {
+          return { callId: call.callId, tool: call.tool, outcome: 'refused', message: check.refusal };
+        }
+        return {
+          callId: call.callId,
+          tool: call.tool,
+          outcome: 'planned',
+          replacesRunId: check.record.runId,
+        };
+      } catch (error) {
+        return {
+          callId: call.callId,
+          tool: call.tool,
+          outcome: 'error',
+          message: error instanceof Error ? error.message : String(error),
+        };
+      }
+    };
+    const replayOne = async (call: CallSummary): Promise<BulkReplayItem> => {
       try {
         const outcome = await this.replay(call.callId, options);
         if (!outcome.replayed) {
@@ -351,6 +473,7 @@ export class ToolgateOperations {
         };
       }
     };
+    const workOne = options.dryRun ? planOne : replayOne;
     const lanes = Array.from({ length: Math.min(concurrency, targets.length) }, async () => {
       for (;;) {
         const call = targets[next];
@@ -360,7 +483,7 @@ export class ToolgateOperations {
       }
     });
     await Promise.all(lanes);
-    return { total: targets.length, succeeded, failed, refused, dryRun: false, items };
+    return { total: targets.length, succeeded, failed, refused, dryRun: options.dryRun === true, items };
   }
 
   /**
@@ -375,6 +498,21 @@ export class ToolgateOperations {
       ...(undo ? { undo } : {}),
     });
     if (!options.operator) return refuse('An undo needs an operator name (who is asking).');
+    let description: WorkflowDescription;
+    try {
+      description = await this.client.temporal.workflow.getHandle(callId).describe();
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return refuse(`There is no call ${callId}.`);
+      throw error;
+    }
+    const notACall = this.#notACall(callId, description.type);
+    if (notACall) {
+      return refuse(
+        notACall.owner === undefined
+          ? notACall.message
+          : `${callId} is the undo of the call ${notACall.owner}, not a call, and an undo is not undone in turn. \`toolgate get ${notACall.owner}\` shows that call and its undo.`,
+      );
+    }
     const record = await this.client.get(callId).catch((error: unknown) => {
       if (error instanceof WorkflowNotFoundError) return undefined;
       throw error;
