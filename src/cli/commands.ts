@@ -1,10 +1,18 @@
+import { readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { NamespaceNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
 import { type Command, Option } from 'commander';
 import { serveMcp } from '../agent/mcp.ts';
-import type { ListFilters } from '../client/operations.ts';
+import { decisionClaimsProblem } from '../client/approval-signer.ts';
+import { type ListFilters, NotACallError, UnknownRunError } from '../client/operations.ts';
 import { NoWorkerAnsweredError, ToolgateUsageError } from '../client/toolgate-client.ts';
-import { type CallEffect, CallStatus, type PrincipalKind } from '../contracts/call-record.ts';
+import { describeKeyRules } from '../contracts/call-id.ts';
+import {
+  type CallEffect,
+  type CallRecord,
+  CallStatus,
+  type PrincipalKind,
+} from '../contracts/call-record.ts';
 import {
   currentGatesProtocol,
   leanGatesProtocol,
@@ -24,6 +32,68 @@ import {
   printLines,
 } from './output.ts';
 import { runUntilStopped } from './stop-signals.ts';
+
+/** A data directory another live process holds (src/dev/database-claim.ts); matched by name. */
+const databaseInUseErrorName = 'DatabaseInUseError';
+
+/**
+ * The exit code and the message for an error that ends a command, by the documented mapping:
+ * 6 the cluster, its namespace or its workers cannot be reached, 5 no such call, 1 anything else
+ * (usage mistakes, a data directory in use, internal errors). Every command's error, with `--json`
+ * or without, goes through here, so one failure always gives the same code.
+ */
+export function describeCliError(error: unknown): { exitCode: ExitCode; message: string } {
+  const message = error instanceof Error ? error.message : String(error);
+  for (let current = error; current instanceof Error; current = current.cause) {
+    if (current instanceof EndpointUnavailableError || current instanceof NoWorkerAnsweredError) {
+      return { exitCode: ExitCode.unavailable, message };
+    }
+    if (current instanceof NamespaceNotFoundError || current.name === 'NamespaceNotFoundError') {
+      const namespace = (current as { namespace?: unknown }).namespace;
+      return {
+        exitCode: ExitCode.unavailable,
+        message: `The Temporal namespace ${JSON.stringify(String(namespace ?? '?'))} does not exist on this cluster. Check --namespace (or TEMPORAL_NAMESPACE, or the endpoint file), or create the namespace.`,
+      };
+    }
+    // These two carry a message that says more than "not found": which call an undo belongs to,
+    // or that the call exists but not that run.
+    if (current instanceof NotACallError || current instanceof UnknownRunError) {
+      return { exitCode: ExitCode.notFound, message: current.message };
+    }
+    if (current instanceof WorkflowNotFoundError) {
+      const { workflowId, runId } = current;
+      return {
+        exitCode: ExitCode.notFound,
+        message:
+          runId === undefined
+            ? `There is no call ${workflowId}.`
+            : `There is no run ${runId} of the call ${workflowId}.`,
+      };
+    }
+    if (current.name === databaseInUseErrorName) return { exitCode: ExitCode.error, message };
+  }
+  return { exitCode: ExitCode.error, message };
+}
+
+/**
+ * Prints a command's JSON document. A non-zero exit always carries `ok: false`, the `exitCode` and a
+ * human `error`, whatever else the document holds, so a script can branch on one shape; the
+ * document's own fields stay as they were.
+ */
+function printJsonOutcome(value: object, exitCode: ExitCode, error: () => string): void {
+  if (exitCode === ExitCode.ok) {
+    printJson(value);
+    return;
+  }
+  const head = { ok: false, exitCode, error: error() };
+  // The head's keys come first; its values win over any the document has under the same names.
+  printJson(Object.assign({}, head, value, head));
+}
+
+/** What a call's record says went wrong, for the `error` of a non-zero exit. */
+function recordError(record: Pick<CallRecord, 'status' | 'reason' | 'message'>): string {
+  return `The call ended ${record.status}${record.reason ? ` (${record.reason})` : ''}${record.message ? `: ${record.message}` : ''}`;
+}
 
 /**
  * How a command that waits for a call behaves when no worker serves it: it gives up with exit 6
@@ -85,21 +155,20 @@ function gateProtocolOption(): Option {
  */
 async function runWithSession(
   flags: CommonFlags,
-  options: { signer?: boolean },
+  options: {
+    signer?: boolean;
+    /** Checks the flags before anything connects, signs or is sent; throws a usage error. */
+    check?: () => Promise<void> | void;
+  },
   body: (session: CliSession) => Promise<ExitCode>,
 ): Promise<void> {
   let session: CliSession | undefined;
   try {
-    session = await openSession(flags, options);
+    await options.check?.();
+    session = await openSession(flags, options.signer ? { signer: true } : {});
     process.exitCode = await body(session);
   } catch (error) {
-    const exitCode =
-      error instanceof EndpointUnavailableError || error instanceof NoWorkerAnsweredError
-        ? ExitCode.unavailable
-        : error instanceof WorkflowNotFoundError
-          ? ExitCode.notFound
-          : ExitCode.error;
-    const message = error instanceof Error ? error.message : String(error);
+    const { exitCode, message } = describeCliError(error);
     if (flags.json) printJson({ ok: false, exitCode, error: message });
     process.stderr.write(`toolgate: ${message}\n`);
     process.exitCode = exitCode;
@@ -113,6 +182,115 @@ function parseInput(text: string): unknown {
     return JSON.parse(text);
   } catch {
     throw new ToolgateUsageError(`--input is not valid JSON. Example: --input '{"name":"region"}'`);
+  }
+}
+
+/**
+ * The arguments of `call`: `--input` as typed, or `--input-file` (`-` for stdin), never both. The
+ * size limits are the client's, which refuses an oversized input PAYLOAD_TOO_LARGE like any other.
+ */
+export async function readCallInput(
+  flags: { input?: string; inputFile?: string },
+  readStdin: () => Promise<string> = readAllStdin,
+): Promise<unknown> {
+  if (flags.input !== undefined && flags.inputFile !== undefined) {
+    throw new ToolgateUsageError('Give the arguments with --input or with --input-file, not both.');
+  }
+  if (flags.input !== undefined) return parseInput(flags.input);
+  if (flags.inputFile === undefined) {
+    throw new ToolgateUsageError(
+      `The arguments are required: --input '<json>', or --input-file <path> (- reads stdin).`,
+    );
+  }
+  const source = flags.inputFile === '-' ? 'stdin' : flags.inputFile;
+  if (flags.inputFile === '')
+    throw new ToolgateUsageError('--input-file is empty: give a path, or - for stdin.');
+  let text: string;
+  try {
+    text = flags.inputFile === '-' ? await readStdin() : await readFile(flags.inputFile, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOENT'
+        ? 'it does not exist'
+        : code === 'EACCES' || code === 'EPERM'
+          ? 'permission denied'
+          : code === 'EISDIR'
+            ? 'it is a directory'
+            : error instanceof Error
+              ? error.message
+              : String(error);
+    throw new ToolgateUsageError(`--input-file: cannot read ${source}: ${why}.`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error);
+    throw new ToolgateUsageError(
+      `--input-file: ${source} is not valid JSON (${detail}). It must hold the arguments as one JSON value, e.g. {"name":"region"}.`,
+    );
+  }
+}
+
+async function readAllStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Uint8Array));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** `--key`: an empty key is as malformed as any other the key rules refuse (an absent key is fine). */
+export function checkKeyFlag(key: string | undefined): void {
+  if (key !== undefined && key.trim() === '') {
+    throw new ToolgateUsageError(`--key is empty: the idempotency key is malformed. ${describeKeyRules()}`);
+  }
+}
+
+/** A Temporal run ID: a UUID. */
+const runIdPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The flags of `approve` and `reject`, checked before anything connects or is signed, by the rules
+ * the workers check the signed claims with (src/contracts/approval.ts), plus the CLI's own: a
+ * rejection says why, and `--run` is a run ID.
+ */
+export function checkDecisionFlags(
+  decision: 'approve' | 'reject',
+  flags: { as: string; role?: string[]; comment?: string; reason?: string; run?: string },
+): void {
+  const commentFlag = decision === 'approve' ? '--comment' : '--reason';
+  const comment = decision === 'approve' ? flags.comment : flags.reason;
+  if (decision === 'reject' && (comment === undefined || comment.trim() === '')) {
+    throw new ToolgateUsageError(
+      '--reason is empty: say why you reject the call (it is recorded with the decision).',
+    );
+  }
+  if (flags.as.trim() === '') {
+    throw new ToolgateUsageError(
+      '--as is empty: give your approver name, as listed in the tool’s approvers.',
+    );
+  }
+  const problem = decisionClaimsProblem(
+    {
+      approver: flags.as,
+      roles: flags.role ?? [],
+      ...(comment !== undefined ? { comment } : {}),
+    },
+    { partial: true, labels: { approver: '--as', roles: '--role', comment: commentFlag } },
+  );
+  if (problem !== undefined) throw new ToolgateUsageError(`Nothing was signed or sent: ${problem}.`);
+  if (flags.run !== undefined && !runIdPattern.test(flags.run)) {
+    throw new ToolgateUsageError(
+      `--run ${JSON.stringify(flags.run.slice(0, 80))} is not a run ID: run IDs are UUIDs, as \`toolgate get <id>\` prints them on the "run" line.`,
+    );
+  }
+}
+
+/** `replay --force` acts on a call that may already have acted: it must say why. */
+export function checkReplayFlags(flags: { force?: boolean; reason?: string }): void {
+  if (flags.force && (flags.reason === undefined || flags.reason.trim() === '')) {
+    throw new ToolgateUsageError(
+      '--force needs --reason: say why a replay is safe (e.g. "ledger checked: transfer absent"); it is recorded on the new run.',
+    );
   }
 }
 
@@ -181,7 +359,11 @@ export function addClientCommands(program: Command): void {
     program
       .command('call <tool>')
       .description('Send one tool call through the gates and print its record.')
-      .requiredOption('--input <json>', 'the arguments, as JSON')
+      .option('--input <json>', 'the arguments, as JSON (or use --input-file)')
+      .option(
+        '--input-file <path>',
+        'read the arguments, as JSON, from a file (- reads stdin); for inputs too large for a command line',
+      )
       .option('--key <key>', 'idempotency key (required for irreversible and approval tools)')
       .option('--tenant <tenant>', 'tenant of the caller', 'default')
       .option('--principal <principal>', 'who is asking (default: your user name)')
@@ -193,49 +375,80 @@ export function addClientCommands(program: Command): void {
       .option('--no-wait', 'print the call ID as soon as it starts'),
   )
     .addOption(gateProtocolOption())
+    // Exactly one of --input and --input-file: a usage error like a missing required option, with
+    // commander's hint on stderr (and JSON on stdout with --json).
+    .hook('preAction', (command) => {
+      const { input, inputFile } = command.opts<{ input?: string; inputFile?: string }>();
+      if ((input === undefined) === (inputFile === undefined)) {
+        command.error(
+          input === undefined
+            ? `The arguments are required: --input '<json>', or --input-file <path> (- reads stdin).`
+            : 'Give the arguments with --input or with --input-file, not both.',
+        );
+      }
+    })
     .addHelpText(
       'after',
       examples([
         `toolgate call read_config --input '{"name":"region"}'`,
         `toolgate call add_label --input '{"item":"ticket-9","label":"urgent"}' --json`,
         `toolgate call transfer_funds --input '{"reference":"inv-42","from":"ACC-1","to":"ACC-2","amountCents":1250,"currency":"EUR","memo":null}' --no-wait`,
+        'toolgate call summarize --input-file ./arguments.json',
+        'generate-arguments | toolgate call summarize --input-file -',
       ]) +
-        "\nExit codes: 0 succeeded (or started, with --no-wait), 2 denied, 3 failed/timeout/cancelled, 6 unreachable, or no worker has polled the call's task queue for 15 s (the call stays open and runs when one does).\n",
+        "\nGive the arguments with exactly one of --input and --input-file. Their size limits are the client's (PAYLOAD_TOO_LARGE, exit 2)." +
+        "\nExit codes: 0 succeeded (or started, with --no-wait), 1 usage (no or both input flags, an unreadable file, invalid JSON, an empty --key), 2 denied, 3 failed/timeout/cancelled, 6 unreachable, or no worker has polled the call's task queue for 15 s (the call stays open and runs when one does).\n",
     )
     .action(
       async (
         tool: string,
         flags: CommonFlags & {
-          input: string;
+          input?: string;
+          inputFile?: string;
           key?: string;
           tenant: string;
           principal?: string;
           principalKind: PrincipalKind;
           wait: boolean;
         },
-      ) =>
-        runWithSession(flags, {}, async ({ client }) => {
-          const input = parseInput(flags.input);
-          const started = await client.start(
-            { tool, input, ...(flags.key ? { key: flags.key } : {}) },
-            {
-              tenant: flags.tenant,
-              principal: flags.principal ?? currentUser(),
-              principalKind: flags.principalKind,
+      ) => {
+        let input: unknown;
+        return runWithSession(
+          flags,
+          {
+            check: async () => {
+              checkKeyFlag(flags.key);
+              input = await readCallInput(flags);
             },
-          );
-          if (!flags.wait || started.record) {
-            const record = started.record;
-            if (flags.json) printJson(record ? { ...started, record } : started);
-            else if (record) printLines(describeRecord(record));
-            else printLines([`${started.disposition}: ${started.callId}`]);
-            return record ? exitCodeForRecord(record) : ExitCode.ok;
-          }
-          const record = await client.result(started.callId, started.runId, cliWait);
-          if (flags.json) printJson(record);
-          else printLines(describeRecord(record));
-          return exitCodeForRecord(record);
-        }),
+          },
+          async ({ client }) => {
+            const started = await client.start(
+              { tool, input, ...(flags.key !== undefined ? { key: flags.key } : {}) },
+              {
+                tenant: flags.tenant,
+                principal: flags.principal ?? currentUser(),
+                principalKind: flags.principalKind,
+              },
+            );
+            if (!flags.wait || started.record) {
+              const record = started.record;
+              const exitCode = record ? exitCodeForRecord(record) : ExitCode.ok;
+              if (flags.json)
+                printJsonOutcome(record ? { ...started, record } : started, exitCode, () =>
+                  recordError(record!),
+                );
+              else if (record) printLines(describeRecord(record));
+              else printLines([`${started.disposition}: ${started.callId}`]);
+              return exitCode;
+            }
+            const record = await client.result(started.callId, started.runId, cliWait);
+            const exitCode = exitCodeForRecord(record);
+            if (flags.json) printJsonOutcome(record, exitCode, () => recordError(record));
+            else printLines(describeRecord(record));
+            return exitCode;
+          },
+        );
+      },
     );
 
   withConnectionOptions(
@@ -277,7 +490,7 @@ export function addClientCommands(program: Command): void {
         'toolgate list --status awaiting_approval',
         'toolgate list --status failed,timeout --tool read_config --since 1h',
         'toolgate list --tenant acme --effect unknown --limit 20 --json',
-      ])}\nNewest first; one row per run. Visibility lags writes by about a second.\n`,
+      ])}\nOrder: open calls first (the most recently started first), then closed ones, the most recently closed first, as Temporal's visibility store sorts them; so with --limit, long-open calls come before recent closed ones (add --status to see one kind). One row per run. Visibility lags writes by about a second.\n`,
     )
     .action(async (flags: CommonFlags & FilterFlags) =>
       runWithSession(flags, {}, async ({ operations }) => {
@@ -321,7 +534,10 @@ export function addClientCommands(program: Command): void {
                 'toolgate reject toolgate/default/transfer_funds/k/transfer-inv-42 --as alice --reason "wrong account"',
               ],
         ) +
-          '\nExit codes: 0 the decision counted, 4 refused (not an approver, requester, already decided, closed, or --run is not the current run), 5 no such call, 6 no worker answered.\n',
+          (decision === 'approve'
+            ? '\n--as, --role and --comment are checked before anything is signed: a name of 1-128 characters, at most 32 roles of at most 64 characters, a comment of at most 2000 characters.'
+            : '\n--reason is required and may not be blank; it is checked before anything is signed: at most 2000 characters, and --as a name of 1-128 characters.') +
+          '\nExit codes: 0 the decision counted, 1 usage (a flag over its limit, an empty --as or --reason, a --run that is not a run ID), 4 refused (not an approver, requester, already decided, closed, or --run is not the current run), 5 no such call, or --run names no run of it, 6 no worker answered.\n',
       )
       .action(
         async (
@@ -335,37 +551,67 @@ export function addClientCommands(program: Command): void {
             wait?: boolean;
           },
         ) =>
-          runWithSession(flags, { signer: true }, async ({ client }) => {
-            const comment = decision === 'approve' ? flags.comment : flags.reason;
-            const options = {
-              approver: flags.as,
-              ...(flags.role ? { roles: flags.role } : {}),
-              ...(comment !== undefined ? { comment } : {}),
-              ...(flags.run !== undefined ? { runId: flags.run } : {}),
-            };
-            const outcome =
-              decision === 'approve' ? await client.approve(id, options) : await client.reject(id, options);
-            let exitCode: ExitCode = outcome.accepted
-              ? ExitCode.ok
-              : outcome.state === 'delivered'
-                ? ExitCode.unavailable
-                : ExitCode.refused;
-            let record = outcome.record;
-            if (outcome.accepted && flags.wait) {
-              record = await client.result(id, undefined, cliWait);
-              exitCode = exitCodeForRecord(record);
-            }
-            if (flags.json) printJson({ ...outcome, ...(record ? { record } : {}) });
-            else {
-              printLines([
-                outcome.accepted
-                  ? `${decision === 'approve' ? 'Approved' : 'Rejected'} ${id} as ${flags.as}.`
-                  : `The decision did not count: ${outcome.reason ?? outcome.state}.`,
-                ...(record ? ['', ...describeRecord(record)] : []),
-              ]);
-            }
-            return exitCode;
-          }),
+          runWithSession(
+            flags,
+            { signer: true, check: () => checkDecisionFlags(decision, flags) },
+            async ({ client }) => {
+              const comment = decision === 'approve' ? flags.comment : flags.reason?.trim();
+              if (flags.run !== undefined) {
+                // A run ID of no run of this call is a mistake in what was typed or pasted, not a
+                // restart: say so. (A call that does not exist at all is "no such call" below.)
+                const ofRun = await client.temporal.workflow
+                  .getHandle(id, flags.run)
+                  .describe()
+                  .then(
+                    () => true,
+                    (error: unknown) => {
+                      if (error instanceof WorkflowNotFoundError) return false;
+                      throw error;
+                    },
+                  );
+                if (!ofRun) {
+                  await client.temporal.workflow.getHandle(id).describe();
+                  const message = `The call ${id} has no run ${flags.run}: check the run ID (\`toolgate get <id>\` prints the current one on its "run" line). Nothing was signed or sent.`;
+                  if (flags.json) printJson({ ok: false, exitCode: ExitCode.notFound, error: message });
+                  else process.stderr.write(`toolgate: ${message}\n`);
+                  return ExitCode.notFound;
+                }
+              }
+              const options = {
+                approver: flags.as,
+                ...(flags.role ? { roles: flags.role } : {}),
+                ...(comment !== undefined ? { comment } : {}),
+                ...(flags.run !== undefined ? { runId: flags.run } : {}),
+              };
+              const outcome =
+                decision === 'approve' ? await client.approve(id, options) : await client.reject(id, options);
+              let exitCode: ExitCode = outcome.accepted
+                ? ExitCode.ok
+                : outcome.state === 'delivered'
+                  ? ExitCode.unavailable
+                  : ExitCode.refused;
+              let record = outcome.record;
+              if (outcome.accepted && flags.wait) {
+                record = await client.result(id, undefined, cliWait);
+                exitCode = exitCodeForRecord(record);
+              }
+              if (flags.json)
+                printJsonOutcome({ ...outcome, ...(record ? { record } : {}) }, exitCode, () =>
+                  outcome.accepted && record
+                    ? recordError(record)
+                    : `The decision did not count: ${outcome.reason ?? outcome.state}.`,
+                );
+              else {
+                printLines([
+                  outcome.accepted
+                    ? `${decision === 'approve' ? 'Approved' : 'Rejected'} ${id} as ${flags.as}.`
+                    : `The decision did not count: ${outcome.reason ?? outcome.state}.`,
+                  ...(record ? ['', ...describeRecord(record)] : []),
+                ]);
+              }
+              return exitCode;
+            },
+          ),
       );
   }
 
@@ -419,7 +665,7 @@ export function addClientCommands(program: Command): void {
           '--force',
           'replay even though the call may already have acted (irreversible, effect unknown)',
         )
-        .option('--reason <text>', 'why; required with --force and recorded')
+        .option('--reason <text>', 'why; required with --force (refused without it) and recorded')
         .option('--no-wait', 'do not wait for the new run to finish')
         .option('--dry-run', 'bulk: list what would be replayed and replay nothing')
         .option('--concurrency <n>', 'bulk: replays at a time', '4'),
@@ -450,7 +696,7 @@ export function addClientCommands(program: Command): void {
             concurrency: string;
           },
       ) =>
-        runWithSession(flags, {}, async ({ client, operations }) => {
+        runWithSession(flags, { check: () => checkReplayFlags(flags) }, async ({ client, operations }) => {
           const operator = flags.as ?? currentUser();
           const replayOptions = {
             operator,
@@ -472,16 +718,26 @@ export function addClientCommands(program: Command): void {
                 onProgress: createProgressReporter(),
               },
             );
-            if (flags.json) printJson(summary);
+            const exitCode =
+              summary.failed > 0 ? ExitCode.failed : summary.refused > 0 ? ExitCode.refused : ExitCode.ok;
+            if (flags.json)
+              printJsonOutcome(
+                summary,
+                exitCode,
+                () =>
+                  `Of ${summary.total} call(s), ${summary.failed} did not succeed and ${summary.refused} were refused.`,
+              );
             else printLines(describeBulkSummary(summary));
-            if (summary.failed > 0) return ExitCode.failed;
-            return summary.refused > 0 ? ExitCode.refused : ExitCode.ok;
+            return exitCode;
           }
           const outcome = await operations.replay(id, replayOptions);
           if (!outcome.replayed) {
             const notFound = outcome.refusal.startsWith('There is no call');
             const exitCode = notFound ? ExitCode.notFound : ExitCode.refused;
-            if (flags.json) printJson({ ok: false, exitCode, ...outcome });
+            if (flags.json)
+              printJsonOutcome(outcome, exitCode, () =>
+                notFound ? outcome.refusal : `The replay was refused: ${outcome.refusal}`,
+              );
             else process.stderr.write(`toolgate: replay refused: ${outcome.refusal}\n`);
             return exitCode;
           }
@@ -494,9 +750,10 @@ export function addClientCommands(program: Command): void {
             return ExitCode.ok;
           }
           const record = await client.result(id, outcome.started.runId, cliWait);
-          if (flags.json) printJson({ ...outcome, record });
+          const exitCode = exitCodeForRecord(record);
+          if (flags.json) printJsonOutcome({ ...outcome, record }, exitCode, () => recordError(record));
           else printLines(describeRecord(record));
-          return exitCodeForRecord(record);
+          return exitCode;
         }),
     );
 
@@ -520,7 +777,10 @@ export function addClientCommands(program: Command): void {
           const exitCode = outcome.refusal.startsWith('There is no call')
             ? ExitCode.notFound
             : ExitCode.refused;
-          if (flags.json) printJson({ ok: false, exitCode, ...outcome });
+          if (flags.json)
+            printJsonOutcome(outcome, exitCode, () =>
+              exitCode === ExitCode.notFound ? outcome.refusal : `The undo was refused: ${outcome.refusal}`,
+            );
           else process.stderr.write(`toolgate: undo refused: ${outcome.refusal}\n`);
           return exitCode;
         }
@@ -665,8 +925,8 @@ export function addClientCommands(program: Command): void {
             },
           });
         } catch (error) {
-          const exitCode = error instanceof EndpointUnavailableError ? ExitCode.unavailable : ExitCode.error;
-          logLine('error', error instanceof Error ? error.message : String(error));
+          const { exitCode, message } = describeCliError(error);
+          logLine('error', message);
           process.exitCode = exitCode;
         }
       },

@@ -1,8 +1,9 @@
+import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { createApprovalSigner, loadOrCreateApprovalKeys } from '../client/approval-signer.ts';
+import { createApprovalSigner } from '../client/approval-signer.ts';
 import {
   defaultTaskQueue,
   externalClusterRequested,
@@ -117,6 +118,39 @@ export async function resolveEndpoint(
   );
 }
 
+/** A key file that exists but cannot be used; the message names it and says what to do. */
+export class ApprovalKeyFileError extends Error {
+  override readonly name = 'ApprovalKeyFileError';
+}
+
+/**
+ * Reads the data directory's approval private key for signing. A file that is not an Ed25519
+ * private key in PEM (truncated, edited, replaced) is named, with what to do, instead of OpenSSL's
+ * decoder error.
+ */
+export async function readApprovalPrivateKey(file: string): Promise<KeyObject> {
+  const remedy =
+    'Restore it from a backup. If it is lost, stop `toolgate dev`, remove approval-private.pem and approval-public.pem from that folder, and start `toolgate dev` again: it creates a new pair, which its workers then trust (decisions signed with the old key no longer count).';
+  let key: KeyObject;
+  try {
+    key = createPrivateKey(await readFile(file));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const detail = error instanceof Error ? error.message : String(error);
+    throw new ApprovalKeyFileError(
+      code === 'EACCES' || code === 'EPERM' || code === 'EISDIR'
+        ? `The approval key ${file} cannot be read (${detail}). Run as the user that owns the data directory.`
+        : `The approval key ${file} is not a PEM private key (${detail}): it is damaged. ${remedy}`,
+    );
+  }
+  if (key.asymmetricKeyType !== 'ed25519') {
+    throw new ApprovalKeyFileError(
+      `The approval key ${file} is a ${key.asymmetricKeyType ?? 'unknown'} key, not an Ed25519 one. ${remedy}`,
+    );
+  }
+  return key;
+}
+
 export interface CliSession {
   readonly endpoint: ResolvedEndpoint;
   readonly client: ToolgateClient;
@@ -142,7 +176,7 @@ export async function openSession(
         `No approval key in ${keysDir}. Approve from the data directory of the toolgate deployment (--data-dir), whose workers trust its public key.`,
       );
     }
-    signer = createApprovalSigner((await loadOrCreateApprovalKeys(keysDir)).privateKey);
+    signer = createApprovalSigner(await readApprovalPrivateKey(join(keysDir, 'approval-private.pem')));
   }
   let connection: Connection;
   try {

@@ -1,10 +1,12 @@
 import { Command, CommanderError } from 'commander';
+import { ToolgateUsageError } from '../client/toolgate-client.ts';
 import { type Embedded, startEmbedded } from '../embedded.ts';
 import { loadOrCreateApproverDirectory } from '../inbox/approver-tokens.ts';
 import { startInbox } from '../inbox/inbox-app.ts';
-import { addClientCommands, withConnectionOptions } from './commands.ts';
+import { addClientCommands, describeCliError, withConnectionOptions } from './commands.ts';
 import {
   type ConnectionFlags,
+  EndpointUnavailableError,
   openSession,
   removeEndpointFile,
   resolveDataDir,
@@ -13,6 +15,42 @@ import {
 } from './endpoint.ts';
 import { ExitCode, printJson } from './output.ts';
 import { runUntilStopped } from './stop-signals.ts';
+
+/**
+ * A port flag as a number, or a usage error naming the valid range. `allowZero`: 0 asks the system
+ * for a free port.
+ */
+export function parsePort(value: string, flag: string, options: { allowZero?: boolean } = {}): number {
+  const lowest = options.allowZero ? 0 : 1;
+  const port = /^\d{1,5}$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
+  if (!Number.isInteger(port) || port < lowest || port > 65535) {
+    throw new ToolgateUsageError(
+      `${flag} must be a whole number from ${lowest} to 65535${options.allowZero ? ' (0 picks a free port)' : ''}, not ${JSON.stringify(value.slice(0, 40))}.`,
+    );
+  }
+  return port;
+}
+
+/**
+ * A connection to a cluster that does not answer fails inside gRPC with a bare message ("Failed to
+ * connect before the deadline"); it is an unreachable cluster (exit 6), said with its address.
+ */
+function unreachable(error: unknown, address: string): unknown {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  if (
+    error instanceof Error &&
+    (/failed to connect|connection refused|ECONNREFUSED|UNAVAILABLE/i.test(message) ||
+      error.name === 'TransportError' ||
+      code === 14)
+  ) {
+    return new EndpointUnavailableError(
+      `Cannot reach Temporal at ${address}: ${message}. Is the cluster running, and is the address right?`,
+      { cause: error },
+    );
+  }
+  return error;
+}
 
 /**
  * The toolgate command line. `dev` is the embedded default that `npm start` runs; the other
@@ -44,8 +82,8 @@ export function buildProgram(): Command {
     .command('dev')
     .description('Start the embedded default: a local Temporal dev server (SQLite) and a toolgate worker.')
     .option('--data-dir <dir>', 'where state lives (SQLite file, keys, example data)', '.toolgate')
-    .option('--port <port>', 'preferred gRPC port (falls back to a free one)', '7233')
-    .option('--ui-port <port>', 'preferred Web UI port (falls back to a free one)', '8233')
+    .option('--port <port>', 'preferred gRPC port (falls back to a free one; 0 picks one)', '7233')
+    .option('--ui-port <port>', 'preferred Web UI port (falls back to a free one; 0 picks one)', '8233')
     .option('--json', 'print the addresses as one JSON line')
     .addHelpText(
       'after',
@@ -61,15 +99,22 @@ export function buildProgram(): Command {
         'and the server, at any moment, start-up included.',
       ].join('\n'),
     )
-    .action((options: { dataDir: string; port: string; uiPort: string; json?: boolean }) =>
-      runUntilStopped({
+    .action((options: { dataDir: string; port: string; uiPort: string; json?: boolean }) => {
+      // Checked before anything starts or is created.
+      // 0 asks for any free port, as the tests and scripts that run several servers do.
+      const grpcPort = parsePort(options.port, '--port', { allowZero: true });
+      const uiPort = parsePort(options.uiPort, '--ui-port', { allowZero: true });
+      const joining = process.env['TEMPORAL_ADDRESS'];
+      return runUntilStopped({
         what: 'the worker and the server',
         start: (signal) =>
           startEmbedded({
             dataDir: resolveDataDir(options.dataDir),
-            grpcPort: Number(options.port),
-            uiPort: Number(options.uiPort),
+            grpcPort,
+            uiPort,
             signal,
+          }).catch((error: unknown) => {
+            throw joining ? unreachable(error, joining) : error;
           }),
         started: async (embedded) => {
           // Other commands (call, list, approve, inbox…) read this to find the server without
@@ -89,8 +134,8 @@ export function buildProgram(): Command {
           await removeEndpointFile(embedded.dataDir);
           await embedded.stop();
         },
-      }),
-    );
+      });
+    });
 
   withConnectionOptions(
     program
@@ -118,6 +163,8 @@ export function buildProgram(): Command {
               TEMPORAL_NAMESPACE: endpoint.namespace,
             },
             signal,
+          }).catch((error: unknown) => {
+            throw unreachable(error, endpoint.address);
           }),
         started: (embedded) => {
           const summary = {
@@ -147,27 +194,48 @@ export function buildProgram(): Command {
         'interface to bind; keep 127.0.0.1 unless a proxy with TLS is in front',
         '127.0.0.1',
       )
-      .option('--port <port>', 'port (0 picks a free one)', '8787'),
+      .option(
+        '--port <port>',
+        'port, 0 to 65535 (0 picks a free one); checked before anything is created',
+        '8787',
+      ),
   )
     .addHelpText(
       'after',
       '\nExamples:\n  $ toolgate inbox\n  $ toolgate inbox --port 9000 --data-dir /var/lib/toolgate\n\nApprovers sign in with a token from <data-dir>/approvers.json; on first run one is created for alice and printed once.\n',
     )
-    .action((options: ConnectionFlags & { host: string; port: string; json?: boolean }) =>
-      runUntilStopped({
+    .action((options: ConnectionFlags & { host: string; port: string; json?: boolean }) => {
+      // Checked before anything connects or is created: a failed start must not leave behind an
+      // approvers file whose one-time token nobody saw.
+      const port = parsePort(options.port, '--port', { allowZero: true });
+      return runUntilStopped({
         what: 'the inbox',
         start: async (signal) => {
           // The session's client carries the approval signer: the inbox signs as the signed-in approver.
           const session = await openSession(options, { signer: true });
           try {
             signal.throwIfAborted();
-            const { directory, created } = await loadOrCreateApproverDirectory(session.endpoint.dataDir);
-            const inbox = await startInbox({
-              operations: session.operations,
-              approvers: directory,
-              host: options.host,
-              port: Number(options.port),
-            });
+            const { directory, created, discard } = await loadOrCreateApproverDirectory(
+              session.endpoint.dataDir,
+            );
+            let inbox: Awaited<ReturnType<typeof startInbox>>;
+            try {
+              inbox = await startInbox({
+                operations: session.operations,
+                approvers: directory,
+                host: options.host,
+                port,
+              });
+            } catch (error) {
+              // The token of a file this start created was never shown: remove the file, so the
+              // next start creates one and shows its token.
+              await discard?.();
+              const message = error instanceof Error ? error.message : String(error);
+              throw new Error(
+                `The inbox cannot listen on ${options.host}:${port}: ${message}.${discard ? ` ${directory.file}, which this start had created, was removed; the next start creates it again and shows its token.` : ''}`,
+                { cause: error },
+              );
+            }
             return { session, inbox, directory, created };
           } catch (error) {
             await session.close();
@@ -199,8 +267,8 @@ export function buildProgram(): Command {
           await inbox.close();
           await session.close();
         },
-      }),
-    );
+      });
+    });
 
   return program;
 }
@@ -248,7 +316,11 @@ export async function runCli(argv: readonly string[] = process.argv): Promise<vo
       process.exitCode = ExitCode.error;
       return;
     }
-    process.stderr.write(`toolgate: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = ExitCode.error;
+    // dev, worker and inbox end here when they fail: with --json the error is a JSON document on
+    // stdout too, and the exit code follows the same mapping as every other command's.
+    const { exitCode, message } = describeCliError(error);
+    if (argv.includes('--json')) printJson({ ok: false, exitCode, error: message });
+    process.stderr.write(`toolgate: ${message}\n`);
+    process.exitCode = exitCode;
   }
 }

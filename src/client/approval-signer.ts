@@ -8,7 +8,7 @@ import {
 } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DecisionClaims, SignedDecision } from '../contracts/approval.ts';
+import { type DecisionClaims, decisionClaimsSchema, type SignedDecision } from '../contracts/approval.ts';
 import { canonicalJson } from '../contracts/canonical-json.ts';
 
 /**
@@ -19,11 +19,82 @@ export interface ApprovalSigner {
   sign(claims: DecisionClaims): SignedDecision;
 }
 
+/**
+ * Claims that break the rules the workers check them by (src/contracts/approval.ts): an empty
+ * approver, a comment over 2000 characters… Signing them would only produce a decision the worker
+ * records as "not a signed decision", so they are refused before anything is signed or sent.
+ */
+export class InvalidDecisionClaimsError extends TypeError {
+  override readonly name = 'InvalidDecisionClaimsError';
+}
+
+/** How each claim is named in a problem; callers (the CLI) may name their flags instead. */
+export type DecisionClaimLabels = Partial<Record<keyof DecisionClaims, string>>;
+
+const defaultClaimLabels: Required<DecisionClaimLabels> = {
+  callId: 'the call ID',
+  runId: 'the run ID',
+  decision: 'the decision',
+  approver: 'the approver name',
+  approverKind: 'the approver kind',
+  roles: 'the roles',
+  fingerprint: 'the fingerprint',
+  comment: 'the comment',
+  issuedAt: 'the issue time',
+  nonce: 'the nonce',
+};
+
+/**
+ * What is wrong with (some of) a decision's claims, by the schema the workers verify them with, or
+ * undefined when nothing is. `partial` limits the check to the claims given (the CLI checks its
+ * flags before it connects); by default every claim is checked.
+ */
+export function decisionClaimsProblem(
+  claims: Partial<DecisionClaims>,
+  options: { partial?: boolean; labels?: DecisionClaimLabels } = {},
+): string | undefined {
+  const schema = options.partial ? decisionClaimsSchema.partial() : decisionClaimsSchema;
+  const parsed = schema.safeParse(claims);
+  if (parsed.success) return undefined;
+  const labels = { ...defaultClaimLabels, ...options.labels };
+  const problems = parsed.error.issues.map((issue) => {
+    const [field, index] = issue.path;
+    const base = labels[field as keyof DecisionClaims] ?? String(field ?? 'the claims');
+    const label = typeof index === 'number' ? `${base} (entry ${index + 1})` : base;
+    let value: unknown = claims;
+    for (const key of issue.path) value = (value as Record<PropertyKey, unknown> | undefined)?.[key];
+    if (issue.code === 'too_big') {
+      const counted = typeof value === 'string' ? 'characters' : 'entries';
+      const size = typeof value === 'string' || Array.isArray(value) ? ` (${value.length} given)` : '';
+      return `${label} may have at most ${String(issue.maximum)} ${counted}${size}`;
+    }
+    if (issue.code === 'too_small') {
+      return Number(issue.minimum) <= 1
+        ? `${label} must not be empty`
+        : `${label} must have at least ${String(issue.minimum)} characters`;
+    }
+    return `${label} is invalid: ${issue.message}`;
+  });
+  return [...new Set(problems)].join('; ');
+}
+
+/** Throws {@link InvalidDecisionClaimsError} when the claims break the workers' rules. */
+export function assertDecisionClaims(claims: DecisionClaims): void {
+  const problem = decisionClaimsProblem(claims);
+  if (problem !== undefined) {
+    throw new InvalidDecisionClaimsError(
+      `The decision was not signed or sent: ${problem}. The workers would refuse it.`,
+    );
+  }
+}
+
 export function createApprovalSigner(privateKey: KeyObject): ApprovalSigner {
   if (privateKey.asymmetricKeyType !== 'ed25519')
     throw new TypeError('The approval signing key must be an Ed25519 private key.');
   return {
     sign(claims) {
+      // A decision the workers cannot parse is recorded on the call as forged; refuse it here.
+      assertDecisionClaims(claims);
       return {
         claims,
         signature: sign(null, Buffer.from(canonicalJson(claims)), privateKey).toString('base64'),

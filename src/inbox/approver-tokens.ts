@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 
@@ -56,10 +56,16 @@ export function generateApproverToken(): string {
 /**
  * Reads `<dataDir>/approvers.json`; on first run creates it (mode 0600) with one approver, `alice`
  * of role `finance`, and a random token, which is returned so it can be printed once.
+ *
+ * A token shown nowhere is lost: a start that fails after creating the file (the port is taken,
+ * say) must call `discard()`, which removes the file, and the data directory when this call created
+ * it and it is still empty, so the next start creates, and shows, a new token.
  */
-export async function loadOrCreateApproverDirectory(
-  dataDir: string,
-): Promise<{ directory: ApproverDirectory; created?: { name: string; token: string } }> {
+export async function loadOrCreateApproverDirectory(dataDir: string): Promise<{
+  directory: ApproverDirectory;
+  created?: { name: string; token: string };
+  discard?: () => Promise<void>;
+}> {
   const file = approversFilePath(dataDir);
   let text: string | undefined;
   try {
@@ -78,8 +84,22 @@ export async function loadOrCreateApproverDirectory(
   }
   const token = generateApproverToken();
   const contents: ApproversFile = { approvers: [{ name: 'alice', roles: ['finance'], token }] };
-  await mkdir(dirname(file), { recursive: true });
+  // mkdir returns the first directory it created, if any: this call's to remove on discard.
+  const createdDirectory = await mkdir(dirname(file), { recursive: true });
   await writeFile(file, `${JSON.stringify(contents, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
   await chmod(file, 0o600);
-  return { directory: createApproverDirectory(file, contents), created: { name: 'alice', token } };
+  const discard = async (): Promise<void> => {
+    await rm(file, { force: true });
+    if (createdDirectory === undefined) return;
+    // Only empty directories go: anything another process put there since stays.
+    for (let directory = dirname(file); ; directory = dirname(directory)) {
+      try {
+        await rmdir(directory);
+      } catch {
+        return;
+      }
+      if (directory === createdDirectory || dirname(directory) === directory) return;
+    }
+  };
+  return { directory: createApproverDirectory(file, contents), created: { name: 'alice', token }, discard };
 }
