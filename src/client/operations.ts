@@ -316,15 +316,9 @@ export class ToolgateOperations {
   async #checkReplay(callId: string, options: ReplayOptions): Promise<ReplayCheck> {
     const refuse = (refusal: string): ReplayCheck => ({ eligible: false, refusal });
     if (!options.operator) return refuse('A replay needs an operator name (who is asking).');
-    let description: WorkflowDescription;
-    try {
-      description = await this.client.temporal.workflow.getHandle(callId).describe();
-    } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return refuse(`There is no call ${callId}.`);
-      throw error;
-    }
-    const notACall = this.#notACall(callId, description.type);
-    if (notACall) return refuse(notACall.message);
+    const found = await this.#describeCall(callId, (notACall) => notACall.message);
+    if ('refusal' in found) return refuse(found.refusal);
+    const { description } = found;
     if (description.status.name === 'RUNNING') {
       return refuse('The call is still open; wait for it to finish or cancel it first.');
     }
@@ -382,6 +376,25 @@ export class ToolgateOperations {
       };
     }
     return { message: `${id} is not a toolgate call (it is a ${type} workflow).` };
+  }
+
+  /**
+   * The description of the call with this ID, or why an operation on it is refused: no such
+   * workflow, or one that is not a call (`refuseNotACall` words that refusal).
+   */
+  async #describeCall(
+    callId: string,
+    refuseNotACall: (notACall: { message: string; owner?: string }) => string,
+  ): Promise<{ description: WorkflowDescription } | { refusal: string }> {
+    let description: WorkflowDescription;
+    try {
+      description = await this.client.temporal.workflow.getHandle(callId).describe();
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return { refusal: `There is no call ${callId}.` };
+      throw error;
+    }
+    const notACall = this.#notACall(callId, description.type);
+    return notACall ? { refusal: refuseNotACall(notACall) } : { description };
   }
 
   /** Whether any workflow has this ID. */
@@ -498,21 +511,12 @@ export class ToolgateOperations {
       ...(undo ? { undo } : {}),
     });
     if (!options.operator) return refuse('An undo needs an operator name (who is asking).');
-    let description: WorkflowDescription;
-    try {
-      description = await this.client.temporal.workflow.getHandle(callId).describe();
-    } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return refuse(`There is no call ${callId}.`);
-      throw error;
-    }
-    const notACall = this.#notACall(callId, description.type);
-    if (notACall) {
-      return refuse(
-        notACall.owner === undefined
-          ? notACall.message
-          : `${callId} is the undo of the call ${notACall.owner}, not a call, and an undo is not undone in turn. \`toolgate get ${notACall.owner}\` shows that call and its undo.`,
-      );
-    }
+    const found = await this.#describeCall(callId, (notACall) =>
+      notACall.owner === undefined
+        ? notACall.message
+        : `${callId} is the undo of the call ${notACall.owner}, not a call, and an undo is not undone in turn. \`toolgate get ${notACall.owner}\` shows that call and its undo.`,
+    );
+    if ('refusal' in found) return refuse(found.refusal);
     const record = await this.client.get(callId).catch((error: unknown) => {
       if (error instanceof WorkflowNotFoundError) return undefined;
       throw error;
