@@ -421,7 +421,7 @@ export function addClientCommands(program: Command): void {
               input = await readCallInput(flags);
             },
           },
-          async ({ client }) => {
+          async ({ client, operations }) => {
             const started = await client.start(
               { tool, input, ...(flags.key !== undefined ? { key: flags.key } : {}) },
               {
@@ -431,7 +431,13 @@ export function addClientCommands(program: Command): void {
               },
             );
             if (!flags.wait || started.record) {
-              const record = started.record;
+              // A duplicate of a closed reversible call may have been undone since: its stored
+              // record says "applied", so show the undo with it, as `get` does.
+              const record =
+                started.disposition === 'existing' && started.record?.tier === 'reversible'
+                  ? ((await operations.get(started.callId, { runId: started.record.runId })) ??
+                    started.record)
+                  : started.record;
               const exitCode = record ? exitCodeForRecord(record) : ExitCode.ok;
               if (flags.json)
                 printJsonOutcome(record ? { ...started, record } : started, exitCode, () =>

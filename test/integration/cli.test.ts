@@ -442,6 +442,19 @@ describe('toolgate CLI (the real binary, as a process)', () => {
     );
     expect(removals).toHaveLength(1);
     expect(((await run('get', labelId)).json['undo'] as { status: string }).status).toBe('succeeded');
+    // A duplicate of the undone call gets its stored record with the undo, not a bare "applied".
+    const again = await run(
+      'call',
+      'add_label',
+      '--input',
+      '{"item":"ticket-3","label":"vip"}',
+      '--tenant',
+      'cli',
+      '--key',
+      'cli-undo-id',
+    );
+    expect(again.json['disposition']).toBe('existing');
+    expect((again.json['record'] as { undo?: { status: string } }).undo?.status).toBe('succeeded');
   });
 
   it('bulk replay --dry-run refuses what a replay would refuse, with the reason, and starts nothing', async () => {
