@@ -40,11 +40,15 @@ function isolatedEnv(): NodeJS.ProcessEnv {
 }
 
 function cli(...args: string[]): Promise<Result> {
+  return cliWithEnv({}, ...args);
+}
+
+function cliWithEnv(extraEnv: NodeJS.ProcessEnv, ...args: string[]): Promise<Result> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [binary, ...args],
-      { env: isolatedEnv(), timeout: 60_000 },
+      { env: { ...isolatedEnv(), ...extraEnv }, timeout: 60_000 },
       (error, stdout, stderr) => {
         let json: Record<string, unknown> = {};
         try {
@@ -237,7 +241,19 @@ describe('dev and worker with --json print their failure as JSON, with the docum
       join(claimed, 'temporal.db.owner.json'),
       `${JSON.stringify({ ownerPid: process.pid, claimedAt: new Date().toISOString() })}\n`,
     );
-    const result = await cli('dev', '--data-dir', claimed, '--port', '17391', '--ui-port', '17392', '--json');
+    // A CLI path that is never run: the claim refuses before any server starts. Without it, a
+    // machine with no Temporal CLI yet (a clean CI) would first build one with Go.
+    const result = await cliWithEnv(
+      { TEMPORAL_CLI_PATH: '/bin/false' },
+      'dev',
+      '--data-dir',
+      claimed,
+      '--port',
+      '17391',
+      '--ui-port',
+      '17392',
+      '--json',
+    );
     expect(result.code).toBe(1);
     expect(result.json['ok']).toBe(false);
     expect(result.json['exitCode']).toBe(1);
