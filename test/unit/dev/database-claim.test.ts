@@ -168,14 +168,30 @@ describe('claimDatabase', () => {
   it('lets only one of two overlapping starts through, on a free file or over a stale claim', async () => {
     for (const stale of [undefined, JSON.stringify({ ownerPid: await deadPid(), claimedAt: 'x' })]) {
       if (stale) await writeFile(claimFileOf(dbFile), stale);
-      // The second start is slow to list processes: it has looked at the claim file before the
-      // first start wrote its claim, and goes on only once the first has finished.
+      // The second start begins while the first is inside its claim (listing processes, before it
+      // writes), and is slow to list in turn: without the lock it would read the claim file before
+      // the first wrote it, and go on once the first has finished. It begins only once the first
+      // is inside, so the first always takes the lock first (two starts begun together could take
+      // it in either order, and the second, holding it, would wait for the first for ever).
       let firstDone!: () => void;
       const firstFinished = new Promise<void>((resolve) => {
         firstDone = resolve;
       });
-      const first = claimDatabase(dbFile, { ...quiet, listProcesses: async () => [] });
+      let firstInside!: () => void;
+      const firstListing = new Promise<void>((resolve) => {
+        firstInside = resolve;
+      });
+      const first = claimDatabase(dbFile, {
+        ...quiet,
+        listProcesses: async () => {
+          firstInside();
+          // Time for the second start to reach the claim file (or the lock) meanwhile.
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          return [];
+        },
+      });
       void first.finally(firstDone);
+      await firstListing;
       const second = claimDatabase(dbFile, {
         ...quiet,
         listProcesses: async () => {
