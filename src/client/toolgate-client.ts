@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as pause } from 'node:timers/promises';
 import {
   type Client,
   isGrpcCancelledError,
@@ -514,17 +515,9 @@ export class ToolgateClient {
             `(toolgate worker, or npm start), then read the call with: toolgate get ${callId}`,
         );
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.min(noWorkerPollMs, afterMs));
-        signal.addEventListener(
-          'abort',
-          () => {
-            clearTimeout(timer);
-            resolve();
-          },
-          { once: true },
-        );
-      });
+      // timers/promises removes its abort listener when the pause ends; one added by hand every
+      // pause stayed on the signal, and a long wait (a human's approval) leaked one per pause.
+      await pause(Math.min(noWorkerPollMs, afterMs), undefined, { signal }).catch(() => undefined);
       if (signal.aborted) return new Promise<never>(() => undefined);
     }
   }

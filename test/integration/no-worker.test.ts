@@ -79,4 +79,23 @@ describe('waiting on a call that no worker serves', () => {
     const record = await harness.client.result(started.callId, started.runId, { noWorkerAfterMs: 1_000 });
     expect(record).toMatchObject({ status: 'succeeded' });
   });
+
+  it('a long wait with a live worker leaves no listener behind per look (no leak warning)', async () => {
+    // The watchdog looks every 2 s; before, each look left an abort listener on the wait's signal,
+    // and past ten Node warned of a leak (as `toolgate call` did while a human took their time).
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', onWarning);
+    try {
+      const started = await harness.client.start(
+        { tool: 'slow_search', input: { query: 'long', delayMs: 25_000 } },
+        agent,
+      );
+      const record = await harness.client.result(started.callId, started.runId, { noWorkerAfterMs: 1_000 });
+      expect(record).toMatchObject({ status: 'succeeded' });
+      expect(warnings.filter((warning) => warning.includes('MaxListenersExceeded'))).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  }, 60_000);
 });
