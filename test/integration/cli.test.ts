@@ -404,7 +404,8 @@ describe('toolgate CLI (the real binary, as a process)', () => {
   });
 
   it("get and undo on an undo's ID refuse it and name the call it belongs to", async () => {
-    const labelled = await run(
+    // The same labelling call, made twice: once to undo it, once as a duplicate of the undone call.
+    const labelTicket = [
       'call',
       'add_label',
       '--input',
@@ -413,7 +414,8 @@ describe('toolgate CLI (the real binary, as a process)', () => {
       'cli',
       '--key',
       'cli-undo-id',
-    );
+    ];
+    const labelled = await run(...labelTicket);
     expect(labelled.code).toBe(0);
     const labelId = String(labelled.json['callId']);
     expect((await run('undo', labelId, '--as', 'oscar')).code).toBe(0);
@@ -443,16 +445,7 @@ describe('toolgate CLI (the real binary, as a process)', () => {
     expect(removals).toHaveLength(1);
     expect(((await run('get', labelId)).json['undo'] as { status: string }).status).toBe('succeeded');
     // A duplicate of the undone call gets its stored record with the undo, not a bare "applied".
-    const again = await run(
-      'call',
-      'add_label',
-      '--input',
-      '{"item":"ticket-3","label":"vip"}',
-      '--tenant',
-      'cli',
-      '--key',
-      'cli-undo-id',
-    );
+    const again = await run(...labelTicket);
     expect(again.json['disposition']).toBe('existing');
     expect((again.json['record'] as { undo?: { status: string } }).undo?.status).toBe('succeeded');
   });
