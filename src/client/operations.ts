@@ -444,12 +444,7 @@ export class ToolgateOperations {
           replacesRunId: check.record.runId,
         };
       } catch (error) {
-        return {
-          callId: call.callId,
-          tool: call.tool,
-          outcome: 'error',
-          message: error instanceof Error ? error.message : String(error),
-        };
+        return errorItem(call, error);
       }
     };
     const replayOne = async (call: CallSummary): Promise<BulkReplayItem> => {
@@ -478,12 +473,7 @@ export class ToolgateOperations {
           ...(record.status !== 'succeeded' && record.message ? { message: record.message } : {}),
         };
       } catch (error) {
-        return {
-          callId: call.callId,
-          tool: call.tool,
-          outcome: 'error',
-          message: error instanceof Error ? error.message : String(error),
-        };
+        return errorItem(call, error);
       }
     };
     const workOne = options.dryRun ? planOne : replayOne;
@@ -684,4 +674,14 @@ export function parseSince(since: Date | string, nowMs = Date.now()): Date {
     );
   }
   return new Date(parsed);
+}
+
+/** A bulk replay's item for a call whose check or replay threw: the error, in words. */
+function errorItem(call: CallSummary, error: unknown): BulkReplayItem {
+  return {
+    callId: call.callId,
+    tool: call.tool,
+    outcome: 'error',
+    message: error instanceof Error ? error.message : String(error),
+  };
 }
