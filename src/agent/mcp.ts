@@ -28,6 +28,12 @@ export type McpErrorCode = (typeof McpErrorCode)[keyof typeof McpErrorCode];
 /** The largest message (one line) read by default: 4 MiB. Longer lines are refused and skipped. */
 export const defaultMaximumMessageBytes = 4 * 1024 * 1024;
 
+/**
+ * How long a `tools/call` waits, by default, while no worker polls the call's task queue, before it
+ * is answered as pending: an MCP client waits for its answer, so it is bounded unlike the library.
+ */
+export const defaultMcpNoWorkerAfterMs = 30_000;
+
 /** One line for the operator's log (stderr in the CLI); never written to the protocol stream. */
 export interface McpLogEvent {
   readonly level: 'info' | 'warn' | 'error';
@@ -55,6 +61,12 @@ export interface McpServerOptions extends Omit<RunToolCallsOptions, 'client' | '
   readonly log?: (event: McpLogEvent) => void;
   /** Sent to the client in the `initialize` answer. Default: how to read toolgate's results. */
   readonly instructions?: string;
+  /**
+   * As in the other adapters, but bounded by default: 30 s ({@link defaultMcpNoWorkerAfterMs}).
+   * A call no worker picks up within it is answered pending (`_meta` has its call and run IDs) and
+   * a `warn` line is logged; the call stays open. `Infinity` waits without a bound.
+   */
+  readonly noWorkerAfterMs?: number;
 }
 
 /** A running MCP server; see {@link serveMcp}. */
@@ -140,7 +152,11 @@ export function serveMcp(options: McpServerOptions): McpServer {
   const limiter = createLimiter(Math.max(1, Math.floor(options.maxConcurrency ?? defaultConcurrency)));
   // The client is replaced per request (see cancellableCaller); the other options reach
   // runOneToolCall as they are, so keys, approval mode and onError work as in the other adapters.
-  const runOptions: RunToolCallsOptions = { ...options, catalog };
+  const runOptions: RunToolCallsOptions = {
+    ...options,
+    catalog,
+    noWorkerAfterMs: options.noWorkerAfterMs ?? defaultMcpNoWorkerAfterMs,
+  };
   const open = new Map<string, OpenRequest>();
 
   let closed = false;
@@ -231,6 +247,14 @@ export function serveMcp(options: McpServerOptions): McpServer {
         throw error;
       }),
     );
+    if (outcome?.state === 'pending' && outcome.record === undefined && outcome.callId) {
+      log({
+        level: 'warn',
+        message:
+          `No worker picked up ${outcome.callId} within ${Math.round((runOptions.noWorkerAfterMs ?? 0) / 1000)} s; ` +
+          'answered it as pending. The call stays open and runs when a worker starts on its task queue.',
+      });
+    }
     return outcome === undefined ? undefined : toolResult(outcome);
   };
 
@@ -502,7 +526,7 @@ function describeTool(contract: ToolContract): {
 function toolResult(
   outcome: Pick<ToolCallOutcome, 'isError' | 'text'> & Partial<ToolCallOutcome>,
 ): McpToolResult {
-  const runId = outcome.record?.runId;
+  const runId = outcome.runId ?? outcome.record?.runId;
   return {
     content: [{ type: 'text', text: outcome.text }],
     isError: outcome.isError,
@@ -550,6 +574,12 @@ function cancellableCaller(
     // Every argument is passed on, whatever the adapters' path adds to these calls.
     result: (...args) => client.result(...args),
     get: (...args) => client.get(...args),
+    ...(client.hasLiveWorker
+      ? {
+          hasLiveWorker: (...args: Parameters<NonNullable<ToolgateCaller['hasLiveWorker']>>) =>
+            client.hasLiveWorker!(...args),
+        }
+      : {}),
   };
 }
 

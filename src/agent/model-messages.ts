@@ -1,4 +1,4 @@
-import type { CallRecord } from '../contracts/call-record.ts';
+import type { CallRecord, UndoInfo } from '../contracts/call-record.ts';
 import { isReasonCode, type ReasonCode, reasonCodes } from '../contracts/reason-codes.ts';
 
 /**
@@ -23,6 +23,7 @@ export const maximumResultCharacters = 16_000;
 export function modelResultForRecord(record: CallRecord): ModelToolResult {
   if (record.status === 'succeeded') {
     const output = record.output === undefined ? 'null' : safeJson(record.output);
+    if (record.undo) return modelResultForUndone(record, record.undo, output);
     return { isError: false, text: truncate(output) };
   }
   if (record.status === 'awaiting_approval' || record.status === 'pending' || record.status === 'running') {
@@ -35,6 +36,49 @@ export function modelResultForRecord(record: CallRecord): ModelToolResult {
       ? ` Wait at least ${Math.ceil(record.retryAfterSeconds)} seconds.`
       : '';
   return { isError: true, text: truncate(modelErrorText(reason, detail) + retryAfter) };
+}
+
+/**
+ * A succeeded call an operator has undone, is undoing, or tried to undo. Its stored record still
+ * says the call succeeded: a completed or running undo is an error to the model, so that it does
+ * not go on as if the effect were in place. A duplicate with the call's key gets this record back
+ * and runs nothing, so the text says that repeating the call will not redo the effect.
+ */
+function modelResultForUndone(record: CallRecord, undo: UndoInfo, output: string): ModelToolResult {
+  const parsed = Date.parse(undo.at);
+  const when = Number.isNaN(parsed) ? '' : ` at ${new Date(parsed).toISOString()}`;
+  const noRedo =
+    record.key !== undefined
+      ? ' Making this same call again will not redo it: it only returns this result again.'
+      : '';
+  const ask = ' If the effect is still needed, tell the user it was undone and ask how to proceed.';
+  const original = ` The output of the call before it was undone: ${output}`;
+  switch (undo.status) {
+    case 'succeeded':
+      return {
+        isError: true,
+        text: truncate(
+          `Undone: this call succeeded earlier, but an operator has since undone it${when}, so its effect was reversed. ` +
+            `Do not assume the effect is in place.${noRedo}${ask}${original}`,
+        ),
+      };
+    case 'running':
+      return {
+        isError: true,
+        text: truncate(
+          `Being undone: this call succeeded earlier, but an operator is undoing it now (started${when || ' recently'}), so its effect is being reversed. ` +
+            `Do not assume the effect is in place.${noRedo}${ask}${original}`,
+        ),
+      };
+    default:
+      return {
+        isError: false,
+        text: truncate(
+          `Succeeded: this call succeeded earlier. An operator tried to undo it${when}, but the undo failed, so its effect may still be in place, in whole or in part; do not assume it was reversed. ` +
+            `Output: ${output}`,
+        ),
+      };
+  }
 }
 
 /**
@@ -65,6 +109,21 @@ export function modelResultForPending(callId: string, status = 'awaiting_approva
     text:
       `Pending: this call ${waiting}. Call ID: ${callId}. Do not call the tool again for this action; ` +
       'the result will be reported when it is decided. Continue with other work or tell the user it is pending.',
+  };
+}
+
+/**
+ * The text for a call that was accepted but that no worker has picked up within the caller's bound
+ * (`noWorkerAfterMs`). Not an error and not a failure to retry: the call is durable, stays open and
+ * runs when a worker starts, so making it again could do the action twice.
+ */
+export function modelResultForNoWorker(callId: string): ModelToolResult {
+  return {
+    isError: false,
+    text:
+      `Pending: this call was accepted, but no worker is running it yet. It stays open and will run when a worker starts. Call ID: ${callId}. ` +
+      'Do not call the tool again for this action; the result will be reported when it is done. ' +
+      'Continue with other work or tell the user the action is queued until the tool service is back.',
   };
 }
 

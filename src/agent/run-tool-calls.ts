@@ -6,6 +6,7 @@ import { deriveCallKey, KeyDerivationError } from '../contracts/prepare-call.ts'
 import {
   modelErrorText,
   modelResultForInfrastructureError,
+  modelResultForNoWorker,
   modelResultForPending,
   modelResultForRecord,
 } from './model-messages.ts';
@@ -36,8 +37,13 @@ export type KeyFunction = (tool: string, input: unknown, context: CallContext) =
 export const ApprovalMode = { wait: 'wait', returnPending: 'return-pending' } as const;
 export type ApprovalMode = (typeof ApprovalMode)[keyof typeof ApprovalMode];
 
-/** The part of ToolgateClient the adapters use, so tests and wrappers can stand in for it. */
-export type ToolgateCaller = Pick<ToolgateClient, 'start' | 'result' | 'get'>;
+/**
+ * The part of ToolgateClient the adapters use, so tests and wrappers can stand in for it.
+ * `hasLiveWorker` is only asked with `noWorkerAfterMs`; a caller without it is judged by whether a
+ * worker answers its `get`.
+ */
+export type ToolgateCaller = Pick<ToolgateClient, 'start' | 'result' | 'get'> &
+  Partial<Pick<ToolgateClient, 'hasLiveWorker'>>;
 
 export interface RunToolCallsOptions {
   readonly client: ToolgateCaller;
@@ -53,7 +59,17 @@ export interface RunToolCallsOptions {
   readonly approvalMode?: ApprovalMode;
   /** How often a call that may wait for approval is checked, in return-pending mode. Default 250 ms. */
   readonly pendingPollIntervalMs?: number;
-  /** Full diagnostics for operators when toolgate itself could not run a call. */
+  /**
+   * Stop waiting for a call once no worker has polled its task queue for this long, and answer it
+   * as pending (see {@link ToolCallState}): the call was started, stays open and runs when a worker
+   * starts. Default: wait as long as the call takes, worker outages included (a durable wait that
+   * holds the turn while no worker runs). Not finite (Infinity) means the same as left out.
+   */
+  readonly noWorkerAfterMs?: number;
+  /**
+   * Full diagnostics for operators when toolgate itself could not run a call, and when a call is
+   * answered pending because no worker picked it up within `noWorkerAfterMs`.
+   */
   readonly onError?: (error: unknown, call: ModelToolCall) => void;
 }
 
@@ -61,7 +77,11 @@ export interface RunToolCallsOptions {
 export type ToolCallState =
   /** The call closed; `record` is its final record. */
   | 'closed'
-  /** The call waits for approval; `callId` is what to wait on. */
+  /**
+   * The call is open and its result is still to come; `callId` and `runId` are what to wait on
+   * ({@link awaitPendingCall}). Either it waits for approval (`record` says `awaiting_approval`), or
+   * no worker picked it up within `noWorkerAfterMs` (no `record`): it runs when a worker starts.
+   */
   | 'pending'
   /** The call never started: unparsable arguments, a malformed key, or toolgate was unreachable. */
   | 'not_started';
@@ -137,9 +157,11 @@ export async function runOneToolCall(
       text: modelErrorText('INVALID_INPUT', call.inputError),
     };
   }
+  const noWorkerAfterMs = boundOf(options.noWorkerAfterMs);
+  let started: Awaited<ReturnType<ToolgateCaller['start']>> | undefined;
   try {
     const key = deriveKey(call.name, call.input, options.context, options);
-    const started = await options.client.start(
+    started = await options.client.start(
       { tool: call.name, input: call.input, ...(key ? { key } : {}) },
       options.context,
     );
@@ -149,9 +171,14 @@ export async function runOneToolCall(
       return lookupTool(options.catalog, call.name)?.tier === 'approval';
     })();
     if ((options.approvalMode ?? ApprovalMode.returnPending) === ApprovalMode.wait || !mayWaitForApproval) {
-      return closedOutcome(call, await options.client.result(started.callId, started.runId));
+      const record = await options.client.result(
+        started.callId,
+        started.runId,
+        ...(noWorkerAfterMs === undefined ? [] : [{ noWorkerAfterMs }]),
+      );
+      return closedOutcome(call, record);
     }
-    const record = await pollUntilDecidedOrWaiting(options, started.callId, started.runId);
+    const record = await pollUntilDecidedOrWaiting(options, started.callId, started.runId, noWorkerAfterMs);
     if (record.status === 'awaiting_approval') {
       return {
         ...base,
@@ -165,6 +192,17 @@ export async function runOneToolCall(
     return closedOutcome(call, record);
   } catch (error) {
     options.onError?.(error, call);
+    if (started && started.callId !== '' && isNoWorkerError(error)) {
+      // The call was started and is durable: it runs when a worker comes. Reporting a failure
+      // here would invite the model to make it again, and perhaps do the action twice.
+      return {
+        ...base,
+        state: 'pending',
+        callId: started.callId,
+        ...(started.runId ? { runId: started.runId } : {}),
+        ...modelResultForNoWorker(started.callId),
+      };
+    }
     if (error instanceof KeyDerivationError) {
       // Not the service's fault, and retrying the same arguments will fail the same way.
       return {
@@ -253,16 +291,77 @@ function closedOutcome(
   };
 }
 
+/**
+ * Polls a call until it waits for approval or has closed. With `noWorkerAfterMs`, it gives up with a
+ * NoWorkerAnsweredError once no worker has polled the call's task queue for that long, as
+ * `ToolgateClient.result` does: the worker is asked with `hasLiveWorker` when the client has it,
+ * otherwise a `get` no worker answered counts as none.
+ */
 async function pollUntilDecidedOrWaiting(
   options: RunToolCallsOptions,
   callId: string,
   runId: string | undefined,
+  noWorkerAfterMs: number | undefined,
 ): Promise<CallRecord> {
   const intervalMs = options.pendingPollIntervalMs ?? 250;
+  const { client } = options;
+  let noneSince: number | undefined;
   for (;;) {
-    const record = await options.client.get(callId, runId ? { runId } : {});
+    const lookedAt = Date.now();
+    let live: boolean | undefined;
+    if (noWorkerAfterMs !== undefined && client.hasLiveWorker) {
+      live = await client.hasLiveWorker(callId, runId);
+    }
+    let record: CallRecord | undefined;
+    try {
+      record = await client.get(callId, {
+        ...(runId ? { runId } : {}),
+        // With no worker the record query cannot be answered: ask only long enough to read a
+        // call that has closed meanwhile (a closed call needs no worker), not the default 10 s.
+        ...(live === false ? { queryTimeoutMs: noWorkerQueryTimeoutMs } : {}),
+      });
+      live ??= noWorkerAfterMs === undefined ? undefined : true;
+    } catch (error) {
+      if (noWorkerAfterMs === undefined || !isNoWorkerError(error)) throw error;
+      live ??= false;
+    }
     if (record && (record.status === 'awaiting_approval' || isTerminalStatus(record.status))) return record;
+    if (noWorkerAfterMs !== undefined) {
+      if (live) noneSince = undefined;
+      else noneSince ??= lookedAt;
+      const waitedMs = Date.now() - noneSince!;
+      if (!live && waitedMs >= noWorkerAfterMs) throw new NoWorkerBoundError(callId, waitedMs);
+    }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** How long a poll with a bound asks a call no worker polls for its record. */
+const noWorkerQueryTimeoutMs = 1_000;
+
+/** The bound a caller asked for; undefined (no bound) unless a finite, non-negative number. */
+function boundOf(noWorkerAfterMs: number | undefined): number | undefined {
+  return noWorkerAfterMs !== undefined && Number.isFinite(noWorkerAfterMs) && noWorkerAfterMs >= 0
+    ? noWorkerAfterMs
+    : undefined;
+}
+
+/**
+ * Whether the error says no worker ran or answered for a call. By name, not `instanceof`: this file
+ * reaches agent workflows, which must not import the client.
+ */
+function isNoWorkerError(error: unknown): boolean {
+  return error instanceof Error && error.name === 'NoWorkerAnsweredError';
+}
+
+/** The poll's own give-up, named like the client's so that both are handled alike. */
+class NoWorkerBoundError extends Error {
+  override readonly name = 'NoWorkerAnsweredError';
+  constructor(callId: string, waitedMs: number) {
+    super(
+      `No worker has polled the task queue of ${callId} for ${Math.round(waitedMs / 1000)} s, so nothing can run it. ` +
+        'The call stays open and goes on when a worker starts; the tool call was answered as pending.',
+    );
   }
 }
 

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { NamespaceNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
 import { type Command, Option } from 'commander';
-import { serveMcp } from '../agent/mcp.ts';
+import { defaultMcpNoWorkerAfterMs, serveMcp } from '../agent/mcp.ts';
 import { decisionClaimsProblem } from '../client/approval-signer.ts';
 import { type ListFilters, NotACallError, UnknownRunError } from '../client/operations.ts';
 import { NoWorkerAnsweredError, ToolgateUsageError } from '../client/toolgate-client.ts';
@@ -28,8 +28,10 @@ import {
   ExitCode,
   endedByCancel,
   exitCodeForRecord,
+  formatJson,
   printJson,
   printLines,
+  safeText,
 } from './output.ts';
 import { runUntilStopped } from './stop-signals.ts';
 
@@ -421,7 +423,7 @@ export function addClientCommands(program: Command): void {
               input = await readCallInput(flags);
             },
           },
-          async ({ client, operations }) => {
+          async ({ client }) => {
             const started = await client.start(
               { tool, input, ...(flags.key !== undefined ? { key: flags.key } : {}) },
               {
@@ -431,13 +433,8 @@ export function addClientCommands(program: Command): void {
               },
             );
             if (!flags.wait || started.record) {
-              // A duplicate of a closed reversible call may have been undone since: its stored
-              // record says "applied", so show the undo with it, as `get` does.
-              const record =
-                started.disposition === 'existing' && started.record?.tier === 'reversible'
-                  ? ((await operations.get(started.callId, { runId: started.record.runId })) ??
-                    started.record)
-                  : started.record;
+              // A duplicate of an undone reversible call comes with its undo, as `get` shows it.
+              const record = started.record;
               const exitCode = record ? exitCodeForRecord(record) : ExitCode.ok;
               if (flags.json)
                 printJsonOutcome(record ? { ...started, record } : started, exitCode, () =>
@@ -610,8 +607,8 @@ export function addClientCommands(program: Command): void {
               else {
                 printLines([
                   outcome.accepted
-                    ? `${decision === 'approve' ? 'Approved' : 'Rejected'} ${id} as ${flags.as}.`
-                    : `The decision did not count: ${outcome.reason ?? outcome.state}.`,
+                    ? `${decision === 'approve' ? 'Approved' : 'Rejected'} ${safeText(id, 400)} as ${safeText(flags.as, 130)}.`
+                    : `The decision did not count: ${safeText(outcome.reason ?? outcome.state, 400)}.`,
                   ...(record ? ['', ...describeRecord(record)] : []),
                 ]);
               }
@@ -744,7 +741,7 @@ export function addClientCommands(program: Command): void {
               printJsonOutcome(outcome, exitCode, () =>
                 notFound ? outcome.refusal : `The replay was refused: ${outcome.refusal}`,
               );
-            else process.stderr.write(`toolgate: replay refused: ${outcome.refusal}\n`);
+            else process.stderr.write(`toolgate: replay refused: ${safeText(outcome.refusal, 600)}\n`);
             return exitCode;
           }
           if (!flags.wait) {
@@ -787,15 +784,15 @@ export function addClientCommands(program: Command): void {
             printJsonOutcome(outcome, exitCode, () =>
               exitCode === ExitCode.notFound ? outcome.refusal : `The undo was refused: ${outcome.refusal}`,
             );
-          else process.stderr.write(`toolgate: undo refused: ${outcome.refusal}\n`);
+          else process.stderr.write(`toolgate: undo refused: ${safeText(outcome.refusal, 600)}\n`);
           return exitCode;
         }
         if (flags.json) printJson(outcome);
         else {
           printLines([
             outcome.alreadyDone
-              ? `${id} was already undone by ${outcome.undo.operator} at ${outcome.undo.at}; the compensation did not run again.`
-              : `Undone: ${outcome.result.compensation} ran for ${id}.`,
+              ? `${safeText(id, 400)} was already undone by ${safeText(outcome.undo.operator, 130)} at ${safeText(outcome.undo.at, 64)}; the compensation did not run again.`
+              : `Undone: ${safeText(outcome.result.compensation, 130)} ran for ${safeText(id, 400)}.`,
           ]);
         }
         return ExitCode.ok;
@@ -820,6 +817,11 @@ export function addClientCommands(program: Command): void {
       .option(
         '--wait-for-approval',
         'hold a tools/call until its approval is decided (default: answer at once that it is pending)',
+      )
+      .option(
+        '--worker-wait <seconds>',
+        'answer a tools/call as pending once no worker has polled its task queue for this long; the call stays open',
+        String(defaultMcpNoWorkerAfterMs / 1000),
       ),
   );
   // stdout carries the protocol here, so --json shapes the log on stderr instead.
@@ -849,7 +851,9 @@ export function addClientCommands(program: Command): void {
         '--address / TEMPORAL_ADDRESS); a worker must serve the task queue. Give the client an',
         'absolute --data-dir or TOOLGATE_DATA_DIR: it may start the server in another folder.',
         'A call that waits for a human is answered "Pending: … Call ID: …" at once, unless',
-        '--wait-for-approval.',
+        '--wait-for-approval. A call no worker picks up within --worker-wait seconds (default 30)',
+        'is answered pending too, with a warning in the log: it stays open and runs when a worker',
+        'starts. Do not let the client retry it.',
         '',
         'Exit codes: 0 the client closed stdin or a signal stopped it, 6 server unreachable.',
         '',
@@ -864,6 +868,7 @@ export function addClientCommands(program: Command): void {
           tools?: string;
           maxConcurrency: string;
           waitForApproval?: boolean;
+          workerWait: string;
         },
       ) => {
         // stdout belongs to the protocol: everything for people goes to stderr, JSON with --json.
@@ -872,14 +877,18 @@ export function addClientCommands(program: Command): void {
             error === undefined ? undefined : error instanceof Error ? error.message : String(error);
           process.stderr.write(
             flags.json
-              ? `${JSON.stringify({ level, message, ...(detail ? { error: detail } : {}) })}\n`
-              : `toolgate mcp: ${message}${detail ? ` (${detail})` : ''}\n`,
+              ? `${formatJson({ level, message, ...(detail ? { error: detail } : {}) }, 0)}\n`
+              : `toolgate mcp: ${safeText(message, 2000)}${detail ? ` (${safeText(detail, 2000)})` : ''}\n`,
           );
         };
         try {
           const maxConcurrency = Number(flags.maxConcurrency);
           if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1 || maxConcurrency > 64) {
             throw new ToolgateUsageError('--max-concurrency must be a whole number from 1 to 64.');
+          }
+          const workerWaitSeconds = Number(flags.workerWait);
+          if (!Number.isInteger(workerWaitSeconds) || workerWaitSeconds < 1 || workerWaitSeconds > 86_400) {
+            throw new ToolgateUsageError('--worker-wait must be a whole number of seconds from 1 to 86400.');
           }
           const include = flags.tools
             ?.split(',')
@@ -909,7 +918,14 @@ export function addClientCommands(program: Command): void {
                   context,
                   maxConcurrency,
                   approvalMode: flags.waitForApproval ? 'wait' : 'return-pending',
-                  onError: (error, call) => logLine('error', `toolgate could not run ${call.name}`, error),
+                  noWorkerAfterMs: workerWaitSeconds * 1000,
+                  // serveMcp logs a warning of its own for a call no worker picked up: not an error.
+                  onError: (error, call) => {
+                    // By name: the adapters' own give-up is named so, not of the client's class.
+                    if (!(error instanceof Error && error.name === NoWorkerAnsweredError.name)) {
+                      logLine('error', `toolgate could not run ${call.name}`, error);
+                    }
+                  },
                   log: (event) => logLine(event.level, event.message, event.error),
                 });
                 return { session, server };

@@ -61,9 +61,12 @@ export function printJson(value: unknown): void {
   process.stdout.write(`${formatJson(value)}\n`);
 }
 
-/** The text {@link printJson} writes, without the final newline. */
-export function formatJson(value: unknown): string {
-  const text = JSON.stringify(value, null, 2) ?? 'undefined';
+/**
+ * The text {@link printJson} writes, without the final newline; with `indent` 0, one line (for logs).
+ * Controls JSON leaves raw (DEL, C1, the line separators, bidirectional marks) are escaped too.
+ */
+export function formatJson(value: unknown, indent = 2): string {
+  const text = JSON.stringify(value, null, indent) ?? 'undefined';
   return text.replace(
     jsonUnsafeCharacters,
     (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,

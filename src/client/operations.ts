@@ -2,21 +2,15 @@ import { randomUUID } from 'node:crypto';
 import {
   ServiceError,
   WorkflowExecutionAlreadyStartedError,
-  WorkflowFailedError,
   WorkflowNotFoundError,
 } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
-import {
-  type ToolUndoRequest,
-  type ToolUndoResult,
-  undoFailedType,
-  undoIdSuffix,
-} from '../../workflows/tool-undo.ts';
+import { type ToolUndoRequest, type ToolUndoResult, undoIdSuffix } from '../../workflows/tool-undo.ts';
 import type { CallEffect, CallRecord, CallStatus, ReplayInfo, UndoInfo } from '../contracts/call-record.ts';
 import { lookupTool, type ToolCatalog } from '../contracts/define-tool.ts';
 import { searchAttributeKeys } from '../contracts/search-attributes.ts';
 import { type SideEffectTier, tierIsRetrySafe } from '../contracts/tier.ts';
 import type { StartedCall, ToolgateClient } from './toolgate-client.ts';
+import { undoInfoFromFailure, undoInfoFromResult, withUndo } from './undo-info.ts';
 
 /** Filters for {@link ToolgateOperations.list}. Every filter is an exact match on a search attribute. */
 export interface ListFilters {
@@ -270,8 +264,7 @@ export class ToolgateOperations {
     // open run would wait for as long as it stays open.
     const record = await this.client.get(callId, runId !== undefined ? { runId } : {});
     if (!record) return undefined;
-    const undo = await this.#readUndo(callId, record.runId);
-    return undo ? { ...record, undo } : record;
+    return withUndo(this.client.temporal, record);
   }
 
   /**
@@ -544,7 +537,8 @@ export class ToolgateOperations {
         workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
         // A concurrent second undo joins the running one instead of starting its own.
         workflowIdConflictPolicy: 'USE_EXISTING',
-        memo: { startNonce },
+        // Who undoes which run, for a read of the call while its undo runs (see readUndo).
+        memo: { startNonce, operator: options.operator, runId: record.runId },
       });
       runId = handle.firstExecutionRunId;
       // The server may have attached this request to an undo already running: its memo says whose.
@@ -572,41 +566,6 @@ export class ToolgateOperations {
       throw error;
     }
   }
-
-  async #readUndo(callId: string, runId: string): Promise<UndoInfo | undefined> {
-    const handle = this.client.temporal.workflow.getHandle(`${callId}${undoIdSuffix}`);
-    try {
-      const description = await handle.describe();
-      if (description.status.name === 'RUNNING') return undefined;
-      const result = (await handle.result()) as ToolUndoResult;
-      return result.runId === runId ? undoInfoFromResult(result) : undefined;
-    } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return undefined;
-      return undoInfoFromFailure(error, 'unknown');
-    }
-  }
-}
-
-function undoInfoFromResult(result: ToolUndoResult): UndoInfo {
-  return {
-    at: result.at,
-    operator: result.operator,
-    status: 'succeeded',
-    message: `Compensation ${result.compensation} ran.`,
-  };
-}
-
-function undoInfoFromFailure(error: unknown, operator: string): UndoInfo | undefined {
-  if (!(error instanceof WorkflowFailedError)) return undefined;
-  const cause = error.cause;
-  if (!(cause instanceof ApplicationFailure) || cause.type !== undoFailedType) return undefined;
-  const details = cause.details?.[0] as { operator?: string; at?: string } | undefined;
-  return {
-    at: details?.at ?? new Date().toISOString(),
-    operator: details?.operator ?? operator,
-    status: 'failed',
-    message: cause.message,
-  };
 }
 
 /**

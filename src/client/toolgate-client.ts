@@ -41,6 +41,7 @@ import { searchAttributeKeys } from '../contracts/search-attributes.ts';
 import { type ApprovalSigner, decisionClaims } from './approval-signer.ts';
 import { defaultTaskQueue } from './connection-settings.ts';
 import { nativeSha256Hex } from './native-sha256.ts';
+import { withUndo } from './undo-info.ts';
 
 export type { CallRequest };
 
@@ -48,7 +49,8 @@ export type { CallRequest };
  * How `start()` resolved:
  * - `started`: a new run began (or, with a key, this request joined one it cannot tell apart);
  * - `attached`: a run with the same key and arguments was already running, and this joined it;
- * - `existing`: the key's call had closed; its stored record is returned and nothing runs again;
+ * - `existing`: the key's call had closed; its stored record is returned and nothing runs again
+ *   (for a succeeded reversible call, with an operator's undo of it merged in as `undo`);
  * - `refused`: no run was started (KEY_MISMATCH, a malformed key, oversized input).
  */
 export type StartDisposition = 'started' | 'attached' | 'existing' | 'refused';
@@ -363,14 +365,16 @@ export class ToolgateClient {
       const closed = seen?.record || (seen && !seen.whole) ? seen : await this.#readCall(id);
       if (closed?.record) {
         if (closed.fingerprint !== fingerprint) return refuse('KEY_MISMATCH', keyMismatchMessage(id));
-        return { callId: id, runId: closed.record.runId, disposition: 'existing', record: closed.record };
+        const record = await this.#withUndoIfReversible(closed.record);
+        return { callId: id, runId: record.runId, disposition: 'existing', record };
       }
       const existing = this.temporal.workflow.getHandle(id);
       const description = await existing.describe();
       if (description.memo?.['fingerprint'] !== fingerprint) {
         return refuse('KEY_MISMATCH', keyMismatchMessage(id));
       }
-      return { callId: id, runId: description.runId, disposition: 'existing', record: await this.result(id) };
+      const record = await this.#withUndoIfReversible(await this.result(id));
+      return { callId: id, runId: description.runId, disposition: 'existing', record };
     }
     // Without a key the run is new. With one, the server may say it created this run from this
     // request, whose arguments are these. A replay is never taken on the server's word: its answer
@@ -398,6 +402,16 @@ export class ToolgateClient {
       disposition: memo?.['startNonce'] === startNonce ? 'started' : 'attached',
       eagerlyStarted: handle.eagerlyStarted,
     };
+  }
+
+  /**
+   * A closed call's stored record says what its run did, and an operator may have undone that
+   * since: a succeeded reversible call's record gets its undo merged in, as
+   * `ToolgateOperations.get` shows it. Other records are returned as they are, with no extra RPC.
+   */
+  async #withUndoIfReversible(record: CallRecord): Promise<CallRecord> {
+    if (record.status !== 'succeeded' || record.tier !== 'reversible') return record;
+    return withUndo(this.temporal, record);
   }
 
   /**
@@ -497,15 +511,8 @@ export class ToolgateClient {
     const taskQueue = description.taskQueue;
     let noneSince: number | undefined;
     for (;;) {
-      const response = await this.temporal.workflowService.describeTaskQueue({
-        namespace: this.temporal.options.namespace,
-        taskQueue: { name: taskQueue },
-        taskQueueType: taskQueueTypeWorkflow,
-      });
+      const live = await this.#workerPollsQueue(taskQueue);
       const now = Date.now();
-      const live = (response.pollers ?? []).some(
-        (poller) => now - (optionalTsToMs(poller.lastAccessTime) ?? 0) < livePollerWindowMs,
-      );
       if (live) noneSince = undefined;
       else noneSince ??= now;
       if (noneSince !== undefined && now - noneSince >= afterMs) {
@@ -520,6 +527,28 @@ export class ToolgateClient {
       await pause(Math.min(noWorkerPollMs, afterMs), undefined, { signal }).catch(() => undefined);
       if (signal.aborted) return new Promise<never>(() => undefined);
     }
+  }
+
+  /**
+   * Whether a worker polls the call's task queue: one was seen there within the last 75 s, as the
+   * wait with `noWorkerAfterMs` of {@link result} counts it. For callers that wait their own way
+   * (the agent adapters' poll for a pending approval) and want the same bound.
+   */
+  async hasLiveWorker(callId: string, runId?: string): Promise<boolean> {
+    const description = await this.temporal.workflow.getHandle(callId, runId).describe();
+    return this.#workerPollsQueue(description.taskQueue);
+  }
+
+  async #workerPollsQueue(taskQueue: string): Promise<boolean> {
+    const response = await this.temporal.workflowService.describeTaskQueue({
+      namespace: this.temporal.options.namespace,
+      taskQueue: { name: taskQueue },
+      taskQueueType: taskQueueTypeWorkflow,
+    });
+    const now = Date.now();
+    return (response.pollers ?? []).some(
+      (poller) => now - (optionalTsToMs(poller.lastAccessTime) ?? 0) < livePollerWindowMs,
+    );
   }
 
   /**

@@ -77,10 +77,15 @@ export interface ReplayInfo {
   readonly reason?: string;
 }
 
+/**
+ * An operator's undo of a succeeded reversible call. `succeeded`: the compensation ran, so the
+ * call's effect is reversed. `failed`: it could not run; the effect stands, and an operator may try
+ * again. `running`: it is running now (`at` is when it started).
+ */
 export interface UndoInfo {
   readonly at: string;
   readonly operator: string;
-  readonly status: 'succeeded' | 'failed';
+  readonly status: 'succeeded' | 'failed' | 'running';
   readonly message?: string;
 }
 

@@ -193,8 +193,11 @@ describe('toolgate mcp (the real binary, as an MCP stdio server)', () => {
   });
 
   it('notifications/cancelled for an open tools/call cancels its toolgate call, which is never answered', async () => {
+    // The request ID carries a C1 control (CSI): the operator's log names the request, and must not
+    // pass the control on to the terminal.
+    const requestId = 'slow\u009b2J';
     server.send({
-      id: 'slow',
+      id: requestId,
       method: 'tools/call',
       params: { name: 'slow_search', arguments: { query: 'q', delayMs: 30_000 } },
     });
@@ -208,14 +211,16 @@ describe('toolgate mcp (the real binary, as an MCP stdio server)', () => {
     );
     server.send({
       method: 'notifications/cancelled',
-      params: { requestId: 'slow', reason: 'user pressed stop' },
+      params: { requestId, reason: 'user pressed stop' },
     });
     const record = await harness.client.result(callId);
     expect(record.status).toBe('cancelled');
     expect(record.reason).toBe('CANCELLED');
     // Still serving, and the cancelled request got no answer.
     expect((await server.request('after', 'ping')).result).toEqual({});
-    await expect(server.answer('slow', 500)).rejects.toThrow(/no answer/);
+    await expect(server.answer(requestId, 500)).rejects.toThrow(/no answer/);
+    const logged = server.stderr.split('\n').find((line) => line.includes('cancelled by the client'));
+    expect(logged).toBe('toolgate mcp: Request "slow?2J" cancelled by the client.');
   });
 
   it('exits 0 when the client closes stdin', async () => {
