@@ -24,6 +24,7 @@ import { ApplicationFailure, WorkflowExecutionAlreadyStartedError } from '@tempo
 import {
   ChildWorkflowFailure,
   ParentClosePolicy,
+  patched,
   proxyLocalActivities,
   sleep,
   startChild,
@@ -39,6 +40,7 @@ import {
   abnormalCallRecord,
   type CallRequest,
   describeGateProtocolProblem,
+  longToolNameRefusal,
   prepareCall,
   refusedCallRecord,
 } from './contracts/prepare-call.ts';
@@ -114,6 +116,9 @@ export const duplicateCallFailureType = 'ToolCallDuplicate';
 
 const maximumStartAttempts = 3;
 
+/** The patch under which `startToolCallChild` refuses an over-long tool name without a child. */
+export const childRefusesLongToolNamePatch = 'child-refuses-long-tool-name';
+
 /**
  * Starts a tool call as a child workflow and returns once it has started, or once its outcome is
  * known without running anything. Use it to start several calls of one turn in parallel, or to
@@ -132,6 +137,11 @@ export async function startToolCallChild(
   }
   const protocolProblem = describeGateProtocolProblem(options.gateProtocol);
   if (protocolProblem) throw ApplicationFailure.nonRetryable(protocolProblem, 'ToolgateUsageError');
+  // As the client does: a name longer than any tool's starts nothing. Before this patch such a name
+  // started a child that the allowlist denied, so agent workflows recorded then replay that way.
+  // patched() is asked only for such names, so no other history gains a marker.
+  const tooLong = longToolNameRefusal(request, context, options.catalog);
+  if (tooLong && patched(childRefusesLongToolNamePatch)) return known('', 'refused', tooLong);
   // The fingerprint is computed here, in workflow code: @noble/hashes runs in the sandbox.
   const prepared = prepareCall(request, context, {
     ...(options.catalog ? { catalog: options.catalog } : {}),

@@ -28,11 +28,12 @@ import {
   type ReplayInfo,
 } from '../contracts/call-record.ts';
 import { checkCatalogSchemas, type ToolCatalog } from '../contracts/define-tool.ts';
-import { defaultPayloadLimits, maxRequestedToolNameLength, type PayloadLimits } from '../contracts/limits.ts';
+import { defaultPayloadLimits, type PayloadLimits } from '../contracts/limits.ts';
 import {
   abnormalCallRecord,
   type CallRequest,
   describeGateProtocolProblem,
+  longToolNameRefusal,
   prepareCall,
   refusedCallRecord,
 } from '../contracts/prepare-call.ts';
@@ -285,24 +286,8 @@ export class ToolgateClient {
     } = {},
   ): Promise<StartedCall> {
     checkContext(context);
-    if (typeof request.tool === 'string' && request.tool.length > maxRequestedToolNameLength) {
-      const shown = `${request.tool.slice(0, 40)}…`;
-      return {
-        callId: '',
-        disposition: 'refused',
-        record: refusedCallRecord({
-          request: { ...request, tool: shown },
-          context,
-          key: undefined,
-          fingerprint: '',
-          reason: 'NOT_ALLOWED',
-          message:
-            `No tool has a name this long (${request.tool.length} characters; tool names have at most 64). ` +
-            'Use only the tools listed in your tool definitions, spelled exactly.',
-          catalog: this.#options.catalog,
-        }),
-      };
-    }
+    const tooLong = longToolNameRefusal(request, context, this.#options.catalog);
+    if (tooLong) return { callId: '', disposition: 'refused', record: tooLong };
     const prepared = prepareCall(request, context, {
       ...(this.#options.catalog ? { catalog: this.#options.catalog } : {}),
       limits: this.#limits,

@@ -3,7 +3,12 @@ import { describeKeyRules, idempotencyKeyPattern, callId as makeCallId } from '.
 import type { CallContext, CallRecord, CallStatus, ReplayInfo } from './call-record.ts';
 import { checkInput, lookupTool, type ToolCatalog } from './define-tool.ts';
 import { callFingerprint } from './fingerprint.ts';
-import { checkInputLimits, defaultPayloadLimits, type PayloadLimits } from './limits.ts';
+import {
+  checkInputLimits,
+  defaultPayloadLimits,
+  maxRequestedToolNameLength,
+  type PayloadLimits,
+} from './limits.ts';
 import type { ReasonCode } from './reason-codes.ts';
 import { searchAttributeKeys } from './search-attributes.ts';
 
@@ -212,6 +217,31 @@ export function prepareCall(
       ...(contract ? [{ key: searchAttributeKeys.toolTier, value: contract.tier }] : []),
     ],
   };
+}
+
+/**
+ * The refusal of a tool name longer than any tool can have (see `maxRequestedToolNameLength`), or
+ * undefined for a name of an ordinary length. Nothing is started for such a name, so the model
+ * cannot put megabytes into a record or an index through the name alone. Shared by the client and
+ * the workflow-side child entry point, so both refuse with the same words.
+ */
+export function longToolNameRefusal(
+  request: CallRequest,
+  context: CallContext,
+  catalog: ToolCatalog | undefined,
+): CallRecord | undefined {
+  if (typeof request.tool !== 'string' || request.tool.length <= maxRequestedToolNameLength) return undefined;
+  return refusedCallRecord({
+    request: { ...request, tool: `${request.tool.slice(0, 40)}…` },
+    context,
+    key: undefined,
+    fingerprint: '',
+    reason: 'NOT_ALLOWED',
+    message:
+      `No tool has a name this long (${request.tool.length} characters; tool names have at most 64). ` +
+      'Use only the tools listed in your tool definitions, spelled exactly.',
+    catalog,
+  });
 }
 
 /** The record of a call refused before any workflow started (KEY_MISMATCH, a malformed key…). */

@@ -107,6 +107,29 @@ describe('tool calls as child workflows (toolgate/workflow)', () => {
     expect(child.record).toMatchObject({ status: 'denied', reason, effect: 'none', message: direct.message });
   });
 
+  it('refuses a tool name longer than any tool, like call(), without starting a child', async () => {
+    const request = { tool: `read_config_${'x'.repeat(5_000)}`, input: { name: 'region' } };
+    const workflowId = `agent-${randomUUID()}`;
+    const child = (await temporal.workflow.execute('toolCallChild', {
+      workflowId,
+      taskQueue,
+      args: [request, agent],
+    })) as ChildCallOutcome;
+    const direct = await client.call(request, agent);
+    expect(direct).toMatchObject({ status: 'denied', reason: 'NOT_ALLOWED', effect: 'none' });
+    expect(child).toMatchObject({ callId: '', disposition: 'refused' });
+    expect(child.record).toMatchObject({
+      status: 'denied',
+      reason: 'NOT_ALLOWED',
+      effect: 'none',
+      message: direct.message,
+      tool: direct.tool,
+    });
+    expect(child.record?.message).toMatch(/^No tool has a name this long \(5012 characters/);
+    const { events } = await temporal.workflow.getHandle(workflowId).fetchHistory();
+    expect(events?.filter((event) => event.startChildWorkflowExecutionInitiatedEventAttributes)).toEqual([]);
+  });
+
   it('returns the stored record for a closed duplicate, and KEY_MISMATCH for other arguments', async () => {
     const key = `report-${randomUUID().slice(0, 8)}`;
     const request = { tool: 'write_report', input: { path: `${key}.md`, content: 'first' }, key };

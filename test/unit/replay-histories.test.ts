@@ -5,6 +5,7 @@ import { Worker } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bundleToolgateWorkflows } from '../../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
+import { childRefusesLongToolNamePatch } from '../../src/workflow.ts';
 import { decisionsQueuedAtExpiryPatch } from '../../workflows/tool-call.ts';
 
 const root = fileURLToPath(new URL('../fixtures/histories/', import.meta.url));
@@ -60,17 +61,48 @@ const requiredPaths: Record<string, readonly string[]> = {
     'fast-path-succeeded',
     'fast-path-denied-invalid-input',
     'fast-path-failed',
+    // An agent workflow's child call with an over-long tool name, before and after the
+    // `child-refuses-long-tool-name` patch (session of 2026-12-05): replayed with the example
+    // agent's bundle (see `agentFixture`).
+    'child-long-tool-name-before-patch',
+    'child-long-tool-name',
   ],
 };
 /** The example catalog has no fast-path tool: these histories replay with test/support/workflows/fast-path.ts. */
 const fastPathFixture = (name: string) => name.startsWith('fast-path-');
+/** Agent workflows (the example's `toolCallChild`): these replay with src/agent/example/workflows.ts. */
+const agentFixture = (name: string) => name.startsWith('child-');
+const agentWorkflowsPath = fileURLToPath(new URL('../../src/agent/example/workflows.ts', import.meta.url));
 const fixtures = Object.entries(requiredPaths).flatMap(([protocol, names]) =>
   names.map((name) => ({ protocol, name, id: `${protocol}/${name}` })),
 );
 
+type RecordedEvent = Record<
+  string,
+  { markerName?: string; details?: Record<string, { payloads?: Array<{ data?: string }> }> }
+>;
+
+async function recordedEvents(name: string, protocol = 'protocol-3'): Promise<RecordedEvent[]> {
+  return (
+    JSON.parse(await readFile(`${root}${protocol}/${name}.json`, 'utf8')) as { events: RecordedEvent[] }
+  ).events;
+}
+
+/** The IDs of the patches a history's markers record, in order. */
+function patchesIn(events: RecordedEvent[]): string[] {
+  return events
+    .map((event) => event['markerRecordedEventAttributes'])
+    .filter((marker) => marker?.markerName === 'core_patch')
+    .map(
+      (marker) =>
+        JSON.parse(Buffer.from(marker!.details!['patch-data']!.payloads![0]!.data!, 'base64').toString()).id,
+    );
+}
+
 describe('recorded histories replay against the current workflow code', () => {
   let code: string;
   let fastPathCode: string;
+  let agentCode: string;
   beforeAll(async () => {
     installRuntimeLogging();
     code = (await bundleToolgateWorkflows()).code;
@@ -79,6 +111,7 @@ describe('recorded histories replay against the current workflow code', () => {
         fileURLToPath(new URL('../support/workflows/fast-path.ts', import.meta.url)),
       )
     ).code;
+    agentCode = (await bundleToolgateWorkflows(agentWorkflowsPath)).code;
   }, 120_000);
 
   it('has a fixture for every path through the gates, for every protocol', async () => {
@@ -94,8 +127,9 @@ describe('recorded histories replay against the current workflow code', () => {
   it('replays every fixture without a nondeterminism error', async () => {
     const results: Array<{ workflowId: string; error: unknown }> = [];
     for (const [bundle, group] of [
-      [code, fixtures.filter((fixture) => !fastPathFixture(fixture.name))],
+      [code, fixtures.filter((fixture) => !fastPathFixture(fixture.name) && !agentFixture(fixture.name))],
       [fastPathCode, fixtures.filter((fixture) => fastPathFixture(fixture.name))],
+      [agentCode, fixtures.filter((fixture) => agentFixture(fixture.name))],
     ] as const) {
       const histories = await Promise.all(
         group.map(async ({ protocol, name, id }) => ({
@@ -119,23 +153,8 @@ describe('recorded histories replay against the current workflow code', () => {
 
   it('the approval waits recorded since the patch ran under it, each on one expiry timer', async () => {
     for (const [name, timerEnd] of approvalEndsSincePatch) {
-      const { events } = JSON.parse(await readFile(`${root}protocol-3/${name}.json`, 'utf8')) as {
-        events: Array<
-          Record<
-            string,
-            { markerName?: string; details?: Record<string, { payloads?: Array<{ data?: string }> }> }
-          >
-        >;
-      };
-      const patches = events
-        .map((event) => event['markerRecordedEventAttributes'])
-        .filter((marker) => marker?.markerName === 'core_patch')
-        .map(
-          (marker) =>
-            JSON.parse(Buffer.from(marker!.details!['patch-data']!.payloads![0]!.data!, 'base64').toString())
-              .id,
-        );
-      expect({ name, patches }).toEqual({ name, patches: [decisionsQueuedAtExpiryPatch] });
+      const events = await recordedEvents(name);
+      expect({ name, patches: patchesIn(events) }).toEqual({ name, patches: [decisionsQueuedAtExpiryPatch] });
       const count = (type: string) => events.filter((event) => event[type] !== undefined).length;
       expect({ name, started: count('timerStartedEventAttributes'), ended: count(timerEnd) }).toEqual({
         name,
@@ -143,6 +162,21 @@ describe('recorded histories replay against the current workflow code', () => {
         ended: 1,
       });
     }
+  });
+
+  it('an over-long tool name in a child call: a child before the patch, none and a marker since', async () => {
+    const before = await recordedEvents('child-long-tool-name-before-patch');
+    const since = await recordedEvents('child-long-tool-name');
+    const childStarts = (events: RecordedEvent[]) =>
+      events.filter((event) => event['startChildWorkflowExecutionInitiatedEventAttributes']).length;
+    expect({ patches: patchesIn(before), children: childStarts(before) }).toEqual({
+      patches: [],
+      children: 1,
+    });
+    expect({ patches: patchesIn(since), children: childStarts(since) }).toEqual({
+      patches: [childRefusesLongToolNamePatch],
+      children: 0,
+    });
   });
 
   // The rollout rule in docs/operators.md ("Upgrading to gate protocol 3"): workers before clients.
@@ -191,10 +225,10 @@ describe('a tightened tool schema and the calls recorded before it', () => {
 
   // Protocol 3 records the verdict with the admission; the workflow never validates again.
   it('protocol 3: replays every recorded call, the approval-tier ones included', async () => {
-    // The undo history is a toolUndo workflow, which the tightened bundle does not carry, and the
-    // fast-path ones call a tool it does not have.
+    // The undo history is a toolUndo workflow and the child ones an agent workflow, which the
+    // tightened bundle does not carry; the fast-path ones call a tool it does not have.
     for (const name of requiredPaths['protocol-3']!.filter(
-      (name) => name !== 'undo' && !fastPathFixture(name),
+      (name) => name !== 'undo' && !fastPathFixture(name) && !agentFixture(name),
     )) {
       await replay('protocol-3', name);
     }

@@ -16,7 +16,12 @@ import {
 } from '../../../src/contracts/define-tool.ts';
 import { callFingerprint, sha256Hex } from '../../../src/contracts/fingerprint.ts';
 import { checkInputLimits, utf8Length } from '../../../src/contracts/limits.ts';
-import { deriveCallKey, KeyDerivationError, prepareCall } from '../../../src/contracts/prepare-call.ts';
+import {
+  deriveCallKey,
+  KeyDerivationError,
+  longToolNameRefusal,
+  prepareCall,
+} from '../../../src/contracts/prepare-call.ts';
 import { reasonCodes, retryableReasonCodes } from '../../../src/contracts/reason-codes.ts';
 import { isToolAllowed } from '../../../src/policy/allowlist.ts';
 import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
@@ -213,6 +218,17 @@ describe('requests a client refuses before starting anything', () => {
     expect(started.record!.message).toMatch(/^No tool has a name this long \(600000 characters/);
     expect(started.record!.tool.length).toBeLessThan(50);
     expect(JSON.stringify(started.record).length).toBeLessThan(5_000);
+  });
+
+  it('draws the long-name line at 128 characters, for the client and child calls alike', () => {
+    expect(
+      longToolNameRefusal({ tool: 'x'.repeat(128), input: {} }, context, exampleCatalog),
+    ).toBeUndefined();
+    expect(longToolNameRefusal({ tool: 'x'.repeat(129), input: {} }, context, exampleCatalog)).toMatchObject({
+      status: 'denied',
+      reason: 'NOT_ALLOWED',
+      tool: `${'x'.repeat(40)}…`,
+    });
   });
 });
 
