@@ -61,7 +61,7 @@ export interface SafeUrlGuard {
    * checking every hop. Refusals throw ToolDenied (no request was sent); transport problems throw
    * a retryable ToolError. A 4xx or 5xx answer is returned, not thrown. A redirect to another
    * origin (scheme, host or port) drops the `authorization`, `cookie` and `proxy-authorization`
-   * headers for that hop and every later one.
+   * headers, and a caller's `host` header, for that hop and every later one.
    */
   fetch(
     raw: string,
@@ -73,8 +73,12 @@ export interface SafeUrlGuard {
 
 const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 
-/** Headers that carry the caller's credentials: never sent on to an origin they were not meant for. */
-const credentialHeaders = new Set(['authorization', 'cookie', 'proxy-authorization']);
+/**
+ * Headers meant for the first origin only: the caller's credentials, and a `host` the caller chose
+ * (a virtual host of that server), which another server must not be sent. Never sent on to an
+ * origin they were not meant for.
+ */
+const originBoundHeaders = new Set(['authorization', 'cookie', 'proxy-authorization', 'host']);
 
 /**
  * Why an address may not be connected to, or undefined when it is globally routable unicast.
@@ -218,7 +222,8 @@ export function safeUrl(options: SafeUrlOptions = {}): SafeUrlGuard {
         effect: 'none',
         cause,
       });
-    // Lower-case name/value pairs; a redirect to another origin takes the credentials out for good.
+    // Lower-case name/value pairs; a redirect to another origin takes the credentials (and a chosen
+    // host) out for good.
     let headers = headerPairs(fetchOptions.headers);
     let current = raw;
     for (let redirects = 0; ; redirects++) {
@@ -262,13 +267,7 @@ export function safeUrl(options: SafeUrlOptions = {}): SafeUrlGuard {
           } catch {
             throw new ToolError('The site sent a malformed redirect.', { effect: 'none', retryable: false });
           }
-          // As fetch does: credentials stay with the origin they were given for. A change of scheme
-          // (https to http included), host or port is another origin; a later redirect back to the
-          // first origin does not bring them back. Method and body need no rewrite: every hop is a
-          // GET without a body, which is what 301/302/303 turn a request into anyway.
-          if (next.origin !== vetted.url.origin) {
-            headers = headers.filter(([name]) => !credentialHeaders.has(name));
-          }
+          headers = headersAfterRedirect(headers, vetted.url, next);
           current = next.href;
           continue;
         }
@@ -322,6 +321,21 @@ function headerPairs(headers: SafeFetchHeaders | undefined): Array<readonly [str
       ? (headers as Iterable<readonly [string, string]>)
       : Object.entries(headers as Readonly<Record<string, string>>);
   return Array.from(entries, ([name, value]) => [name.toLowerCase(), String(value)] as const);
+}
+
+/**
+ * The headers for the next hop of a redirect from `from` to `to`. As fetch does, credentials stay
+ * with the origin they were given for: a change of scheme (https to http included), host or port is
+ * another origin, and it drops the origin-bound headers; a later redirect back to the first origin
+ * does not bring them back, since the caller passes this hop's result on. Method and body need no
+ * rewrite: every hop is a GET without a body, which is what 301/302/303 turn a request into anyway.
+ */
+export function headersAfterRedirect(
+  headers: ReadonlyArray<readonly [string, string]>,
+  from: URL,
+  to: URL,
+): Array<readonly [string, string]> {
+  return from.origin === to.origin ? [...headers] : headers.filter(([name]) => !originBoundHeaders.has(name));
 }
 
 /** The headers for undici: the default user agent unless the caller set one, repeated names kept. */

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addressProblem, safeUrl } from '../../activities/safety/safe-url.ts';
+import { addressProblem, headersAfterRedirect, safeUrl } from '../../activities/safety/safe-url.ts';
 import { ToolDenied, ToolError } from '../../activities/tool-implementation.ts';
 import { safeUrlProblem } from '../../src/contracts/safe-url.ts';
 import { hostileDns, hostileUrls } from '../support/hostile-inputs.ts';
@@ -261,6 +261,52 @@ describe('safeUrl', () => {
     } finally {
       await both.close();
     }
+  });
+
+  it("does not carry a caller's host header to another origin", async () => {
+    const seen: string[] = [];
+    const both = await startLoopbackServer((request, response) => {
+      seen.push(`${request.headers.host} ${request.url}`);
+      if (request.url === '/start') {
+        response.writeHead(302, { location: `http://other.example.test:${both.port}/hop` });
+      }
+      response.end('done');
+    });
+    try {
+      const dns = stubResolver({ 'first.example.test': ['127.0.0.1'], 'other.example.test': ['127.0.0.1'] });
+      const guard = safeUrl({ ports: 'any', allowLoopbackForTests: true, resolve: dns.resolve });
+      await guard.fetch(`http://first.example.test:${both.port}/start`, {
+        headers: { Host: 'tenant-a.first.example.test' },
+      });
+      // The first origin gets the virtual host the caller chose; the next one gets its own name,
+      // not a name the caller chose for another server.
+      expect(seen).toEqual(['tenant-a.first.example.test /start', `other.example.test:${both.port} /hop`]);
+    } finally {
+      await both.close();
+    }
+  });
+
+  it('treats a change of scheme as another origin, https to http included', () => {
+    const sent: Array<readonly [string, string]> = [
+      ['authorization', 'Bearer SECRET'],
+      ['cookie', 'session=abc'],
+      ['proxy-authorization', 'Basic x'],
+      ['host', 'tenant-a.example.test'],
+      ['x-trace', 'trace-1'],
+    ];
+    const names = (from: string, to: string) =>
+      headersAfterRedirect(sent, new URL(from), new URL(to)).map(([name]) => name);
+    for (const [from, to] of [
+      ['https://api.example.test/a', 'http://api.example.test/b'],
+      ['http://api.example.test/a', 'https://api.example.test/b'],
+      ['https://api.example.test/a', 'https://api.example.test:8443/b'],
+    ]) {
+      expect(names(from!, to!), `${from} → ${to}`).toEqual(['x-trace']);
+    }
+    // The same origin, the default port spelled out or not: everything goes along.
+    expect(names('https://api.example.test/a', 'https://api.example.test:443/b')).toEqual(
+      sent.map(([name]) => name),
+    );
   });
 
   /** A resolver that answers 127.0.0.1 only after `delayMs`; `cancel` clears its timers. */
