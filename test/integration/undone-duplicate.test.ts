@@ -105,4 +105,44 @@ describe('a duplicate of an undone reversible call', () => {
     expect(after.record?.undo).toMatchObject({ operator: 'olga', status: 'succeeded' });
     expect((await labels())[item]).toEqual([]);
   });
+
+  it('an undo terminated before it reported counts as failed, everywhere, and may be tried again', async () => {
+    const { key, item, request, record } = await labelled();
+
+    // No worker, so the compensation never starts; an operator terminates the undo meanwhile.
+    await harness.stopWorker();
+    const undoing = operations.undo(record.callId, { operator: 'ursula' });
+    const undoHandle = harness.temporal.workflow.getHandle(`${record.callId}/undo`);
+    try {
+      await waitFor(async () => {
+        const description = await undoHandle.describe().catch(() => undefined);
+        return description?.status.name === 'RUNNING' ? true : undefined;
+      });
+      await undoHandle.terminate('stuck');
+      const outcome = await undoing;
+      expect(outcome.undone).toBe(false);
+      expect(outcome.undo).toMatchObject({ operator: 'ursula', status: 'failed' });
+      expect(outcome.undone === false && outcome.refusal).toMatch(/^The undo workflow was terminated before/);
+
+      // The read of the call and a duplicate say the same: not a missing undo, a failed one.
+      const read = await operations.get(record.callId);
+      expect(read?.undo).toMatchObject({ operator: 'ursula', status: 'failed' });
+      expect(read?.undo?.message).toContain('the compensation may have run in part, or not at all');
+      const duplicate = await harness.client.start(request, agent);
+      expect(duplicate.record?.undo).toEqual(read?.undo);
+      const told = await runOneToolCall(
+        { id: 'toolu_undo_terminated', name: 'add_label', input: { item, label: 'vip' } },
+        { client: harness.client, context: agent, catalog: exampleCatalog, keyFor: () => key },
+      );
+      expect(told.text).toContain('the undo failed, so its effect may still be in place');
+      // It was: the compensation never ran.
+      expect((await labels())[item]).toEqual(['vip']);
+    } finally {
+      await harness.startWorker();
+    }
+    const again = await operations.undo(record.callId, { operator: 'ursula' });
+    expect(again.undone).toBe(true);
+    expect((await labels())[item]).toEqual([]);
+    expect((await operations.get(record.callId))?.undo).toMatchObject({ status: 'succeeded' });
+  });
 });
