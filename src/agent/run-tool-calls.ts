@@ -305,32 +305,42 @@ async function pollUntilDecidedOrWaiting(
 ): Promise<CallRecord> {
   const intervalMs = options.pendingPollIntervalMs ?? 250;
   const { client } = options;
-  let noneSince: number | undefined;
-  for (;;) {
-    const lookedAt = Date.now();
-    let live: boolean | undefined;
-    if (noWorkerAfterMs !== undefined && client.hasLiveWorker) {
-      live = await client.hasLiveWorker(callId, runId);
-    }
-    let record: CallRecord | undefined;
+  /**
+   * One look at the call: its record, unless no worker answered the query (only tolerated with a
+   * bound), and whether a worker is live per this look: as `hasLiveWorker` says when asked (only
+   * with a bound), otherwise whether the `get` was answered.
+   */
+  const look = async (): Promise<{ record?: CallRecord; live: boolean }> => {
+    const said =
+      noWorkerAfterMs !== undefined && client.hasLiveWorker
+        ? await client.hasLiveWorker(callId, runId)
+        : undefined;
     try {
-      record = await client.get(callId, {
+      const record = await client.get(callId, {
         ...(runId ? { runId } : {}),
         // With no worker the record query cannot be answered: ask only long enough to read a
         // call that has closed meanwhile (a closed call needs no worker), not the default 10 s.
-        ...(live === false ? { queryTimeoutMs: noWorkerQueryTimeoutMs } : {}),
+        ...(said === false ? { queryTimeoutMs: noWorkerQueryTimeoutMs } : {}),
       });
-      live ??= noWorkerAfterMs === undefined ? undefined : true;
+      return { record, live: said ?? true };
     } catch (error) {
       if (noWorkerAfterMs === undefined || !isNoWorkerError(error)) throw error;
-      live ??= false;
+      return { live: said ?? false };
     }
+  };
+  let noneSince: number | undefined;
+  for (;;) {
+    const lookedAt = Date.now();
+    const { record, live } = await look();
     if (record && (record.status === 'awaiting_approval' || isTerminalStatus(record.status))) return record;
     if (noWorkerAfterMs !== undefined) {
-      if (live) noneSince = undefined;
-      else noneSince ??= lookedAt;
-      const waitedMs = Date.now() - noneSince!;
-      if (!live && waitedMs >= noWorkerAfterMs) throw new NoWorkerBoundError(callId, waitedMs);
+      if (live) {
+        noneSince = undefined;
+      } else {
+        noneSince ??= lookedAt;
+        const waitedMs = Date.now() - noneSince;
+        if (waitedMs >= noWorkerAfterMs) throw new NoWorkerBoundError(callId, waitedMs);
+      }
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
@@ -347,10 +357,11 @@ function boundOf(noWorkerAfterMs: number | undefined): number | undefined {
 }
 
 /**
- * Whether the error says no worker ran or answered for a call. By name, not `instanceof`: this file
- * reaches agent workflows, which must not import the client.
+ * Whether the error says no worker ran or answered for a call: the client's NoWorkerAnsweredError or
+ * the adapters' own give-up, which is named alike. Only the error itself is checked, not its causes.
+ * By name, not `instanceof`: this file reaches agent workflows, which must not import the client.
  */
-function isNoWorkerError(error: unknown): boolean {
+export function isNoWorkerError(error: unknown): boolean {
   return error instanceof Error && error.name === 'NoWorkerAnsweredError';
 }
 

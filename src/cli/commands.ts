@@ -3,6 +3,7 @@ import { userInfo } from 'node:os';
 import { NamespaceNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
 import { type Command, Option } from 'commander';
 import { defaultMcpNoWorkerAfterMs, serveMcp } from '../agent/mcp.ts';
+import { isNoWorkerError } from '../agent/run-tool-calls.ts';
 import { decisionClaimsProblem } from '../client/approval-signer.ts';
 import { type ListFilters, NotACallError, UnknownRunError } from '../client/operations.ts';
 import { NoWorkerAnsweredError, ToolgateUsageError } from '../client/toolgate-client.ts';
@@ -921,8 +922,7 @@ export function addClientCommands(program: Command): void {
                   noWorkerAfterMs: workerWaitSeconds * 1000,
                   // serveMcp logs a warning of its own for a call no worker picked up: not an error.
                   onError: (error, call) => {
-                    // By name: the adapters' own give-up is named so, not of the client's class.
-                    if (!(error instanceof Error && error.name === NoWorkerAnsweredError.name)) {
+                    if (!isNoWorkerError(error)) {
                       logLine('error', `toolgate could not run ${call.name}`, error);
                     }
                   },
