@@ -6,7 +6,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { findTemporalCli, startDevServer, temporalCliVersion } from '../src/dev/index.ts';
@@ -93,7 +93,8 @@ Speed never fails the run; the exit code is 1 when any call of any variant faile
   --seed N                   seed of the shuffled order (default random). Every run records its
                              seed: the same seed and --variants repeat a run's order
   --output-name NAME         result file names under bench/results/ (default latest, or quick)
-  --cpu-profile DIR          write a .cpuprofile per runner thread (open in Chrome DevTools)
+  --cpu-profile DIR          write a .cpuprofile per runner thread (open in Chrome DevTools), and the
+                             workflow bundles beside them; sum them with bench/profile-summary.ts
   --busy-ms 0.5,1,0.5        the B-idx+cpu probe's extra CPU per call, in ms: caller, workflow, activity.
                              Probes run only when --variants names them (and in --quick)
   --help                     this text
@@ -382,9 +383,16 @@ function runPhase(config: RunnerConfig): Promise<RunnerMessage> {
         'tsx',
         '--expose-gc',
         // One .cpuprofile per thread (main and the workflow threads) for Chrome DevTools.
-        ...(options.cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfile}`] : []),
+        ...(options.cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${resolvePath(options.cpuProfile)}`] : []),
       ],
-      env: { ...process.env, BENCH_RUNNER_CONFIG: JSON.stringify(config) },
+      env: {
+        ...process.env,
+        // With profiles, the runner also writes its workflow bundles beside them, so that
+        // bench/profile-summary.ts can map the bundles' frames to the modules they came from.
+        BENCH_RUNNER_CONFIG: JSON.stringify(
+          options.cpuProfile ? { ...config, bundleDir: resolvePath(options.cpuProfile) } : config,
+        ),
+      },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     activeRunner = child;

@@ -8,9 +8,17 @@
  * is of interest (the run's JSON, `latency.cells[].operations`, summed over its cells). Warm-up calls
  * are in the profiles too, so figures per call are slight overestimates, the same for both codes.
  * With two folders, the last table lists the functions whose time per call moved most between them.
+ *
+ * A workflow bundle is one script to V8, so its frames name the bundle, not toolgate's files. The
+ * bench writes each bundle beside the profiles (`workflow-bundle-<hash>.js`, with its inline source
+ * map); where the folder holds the bundle a frame points into, the frame is mapped back to the
+ * module it came from, and its category says whose code that is (`workflow bundle: toolgate`,
+ * `workflow bundle: temporal sdk`, ...). Toolgate's own workflow code can then be compared between
+ * two codes without the SDK's and the bare workflows' time in the same figure.
  */
 import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { SourceMap } from 'node:module';
+import { basename, join } from 'node:path';
 
 interface ProfileNode {
   readonly id: number;
@@ -18,6 +26,7 @@ interface ProfileNode {
     readonly functionName: string;
     readonly url: string;
     readonly lineNumber: number;
+    readonly columnNumber?: number;
   };
 }
 
@@ -57,6 +66,55 @@ export function categoryOf(url: string, functionName: string): string {
   return 'other';
 }
 
+/** Whose code a module of a workflow bundle is, from its source path. */
+export function bundleCategoryOf(source: string): string {
+  const owner = categoryOf(source.startsWith('/') ? `file://${source}` : source, 'x');
+  return `workflow bundle: ${owner === 'other' || owner === 'node internals' ? 'other' : owner}`;
+}
+
+/** The file name a worker gives a bundle's script: the `file` of the bundle's inline source map. */
+export function bundleFileName(code: string): string {
+  const file = inlineSourceMap(code).file;
+  if (typeof file !== 'string' || !/^workflow-bundle-[0-9a-f]+\.js$/.test(basename(file))) {
+    throw new Error('The workflow bundle has no source map naming a workflow-bundle-<hash>.js file.');
+  }
+  return basename(file);
+}
+
+function inlineSourceMap(code: string): { file?: unknown } & Record<string, unknown> {
+  // webpack writes `data:application/json;charset=utf-8;base64,`; the parameters may vary.
+  const marker = '//# sourceMappingURL=data:application/json';
+  const at = code.lastIndexOf(marker);
+  const payload = at < 0 ? undefined : /^[^,\s]*;base64,(\S+)\s*$/.exec(code.slice(at + marker.length));
+  if (!payload?.[1]) throw new Error('The workflow bundle has no inline source map.');
+  return JSON.parse(Buffer.from(payload[1], 'base64').toString('utf8'));
+}
+
+/** Maps frames of the bundles in a folder back to their modules. */
+export interface BundleMaps {
+  /** The module and line a frame's position came from, or undefined where no bundle maps it. */
+  find(url: string, lineNumber: number, columnNumber: number): { source: string; line: number } | undefined;
+}
+
+export function bundleMaps(bundles: ReadonlyMap<string, string>): BundleMaps {
+  const maps = new Map<string, SourceMap>();
+  for (const [name, code] of bundles) maps.set(name, new SourceMap(inlineSourceMap(code) as never));
+  return {
+    find(url, lineNumber, columnNumber) {
+      const map = maps.get(basename(url.replace(/^file:\/\//, '')));
+      if (!map || lineNumber < 0) return undefined;
+      const entry = map.findEntry(lineNumber, Math.max(0, columnNumber)) as {
+        originalSource?: string;
+        originalLine?: number;
+      };
+      if (!entry.originalSource) return undefined;
+      return { source: entry.originalSource.replace(/^file:\/\//, ''), line: entry.originalLine ?? 0 };
+    },
+  };
+}
+
+const noBundles: BundleMaps = { find: () => undefined };
+
 /** A name for a frame's file, short and the same on both codes' worktrees. */
 function whereOf(url: string, lineNumber: number): string {
   if (url === '') return '';
@@ -81,7 +139,10 @@ export function threadOf(fileName: string): string {
   return parts.length >= 7 && parts[parts.length - 3] === '0' ? 'main' : 'worker thread';
 }
 
-export function summarise(profiles: readonly { name: string; profile: CpuProfile }[]): ProfileSummary {
+export function summarise(
+  profiles: readonly { name: string; profile: CpuProfile }[],
+  bundles: BundleMaps = noBundles,
+): ProfileSummary {
   const byCategory: Totals = new Map();
   const byFunction: Totals = new Map();
   for (const { name, profile } of profiles) {
@@ -92,9 +153,12 @@ export function summarise(profiles: readonly { name: string; profile: CpuProfile
       if (!node) return;
       // Each delta is the time before its sample: count it against the frame sampled.
       const ms = (profile.timeDeltas[index] ?? 0) / 1000;
-      const { functionName, url, lineNumber } = node.callFrame;
-      add(byCategory, `${thread}\t${categoryOf(url, functionName)}`, ms);
-      add(byFunction, `${thread}\t${functionName || '(anonymous)'}\t${whereOf(url, lineNumber)}`, ms);
+      const { functionName, url, lineNumber, columnNumber = 0 } = node.callFrame;
+      const mapped = bundles.find(url, lineNumber, columnNumber);
+      const category = mapped ? bundleCategoryOf(mapped.source) : categoryOf(url, functionName);
+      const where = mapped ? whereOf(`file://${mapped.source}`, mapped.line) : whereOf(url, lineNumber);
+      add(byCategory, `${thread}\t${category}`, ms);
+      add(byFunction, `${thread}\t${functionName || '(anonymous)'}\t${where}`, ms);
     });
   }
   return { files: profiles.length, byCategory, byFunction };
@@ -108,6 +172,14 @@ async function readProfiles(folder: string): Promise<{ name: string; profile: Cp
       name,
       profile: JSON.parse(await readFile(join(folder, name), 'utf8')) as CpuProfile,
     })),
+  );
+}
+
+/** The workflow bundles the bench wrote beside the profiles (none in folders from before it did). */
+async function readBundles(folder: string): Promise<Map<string, string>> {
+  const names = (await readdir(folder)).filter((name) => /^workflow-bundle-[0-9a-f]+\.js$/.test(name));
+  return new Map(
+    await Promise.all(names.map(async (name) => [name, await readFile(join(folder, name), 'utf8')] as const)),
   );
 }
 
@@ -136,13 +208,20 @@ async function main(argv: readonly string[]): Promise<void> {
     throw new Error('Usage: npx tsx bench/profile-summary.ts --calls N DIR [--calls M OTHER_DIR]');
   }
   const summaries = await Promise.all(
-    runs.map(async (run) => ({ ...run, summary: summarise(await readProfiles(run.folder)) })),
+    runs.map(async (run) => {
+      const bundles = await readBundles(run.folder);
+      return {
+        ...run,
+        bundles: bundles.size,
+        summary: summarise(await readProfiles(run.folder), bundleMaps(bundles)),
+      };
+    }),
   );
   const categories = summaries.map((run) => perCall(run.summary.byCategory, run.calls));
   const categoryKeys = [...new Set(categories.flatMap((totals) => [...totals.keys()]))].sort();
   const format = (ms: number | undefined) => (ms ?? 0).toFixed(3);
   console.log(
-    `Profiles: ${summaries.map((run) => `${run.folder} (${run.summary.files} files, ${run.calls} calls)`).join(' against ')}\n`,
+    `Profiles: ${summaries.map((run) => `${run.folder} (${run.summary.files} files, ${run.bundles} workflow bundles, ${run.calls} calls)`).join(' against ')}\n`,
   );
   console.log('Self time, ms per call, by thread and where the code lives:\n');
   console.log(

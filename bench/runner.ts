@@ -4,12 +4,13 @@
  * process), measures, and sends its results back over IPC.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/create-activities.ts';
 import {
   createApprovalSigner,
@@ -21,7 +22,7 @@ import type { RunToolRequest } from '../src/contracts/activity-types.ts';
 import type { CallContext } from '../src/contracts/call-record.ts';
 import { callFingerprint } from '../src/contracts/fingerprint.ts';
 import { currentGatesProtocol, prepareCall, type ToolCallRequest } from '../src/contracts/prepare-call.ts';
-import { createWorker } from '../src/worker/create-worker.ts';
+import { bundleToolgateWorkflows, createWorker } from '../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../src/worker/runtime-logging.ts';
 import { decisionSignal } from '../workflows/messages.ts';
 import { type BenchReadInput, benchCatalog } from './bench-catalog.ts';
@@ -47,6 +48,7 @@ import {
   runOpenLoop,
   summarize,
 } from './measure.ts';
+import { bundleFileName } from './profile-summary.ts';
 import type {
   HistoryShape,
   LatencyCell,
@@ -80,6 +82,11 @@ export interface RunnerConfig {
   readonly openLoopDurationMs: number;
   readonly duplicateHoldMs: number;
   readonly workerTuning: Record<string, unknown>;
+  /**
+   * Set with `--cpu-profile`: the folder the profiles go to. Each worker's workflow bundle is
+   * written there too, under the name its frames carry (see `keepBundle`).
+   */
+  readonly bundleDir?: string;
   /** How the variants' blocks are ordered in each round (see `block-order.ts`). */
   readonly blockOrder: BlockOrder;
   /** The extra CPU work of the `B-idx+cpu` probe (see `busy-work.ts`). */
@@ -142,6 +149,25 @@ interface Environment {
   readonly workflowThreads: { readonly toolgate: number[]; readonly bare: number[] };
 }
 
+const quietBundler = {
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message: string) => progress(`bundler: ${message}`),
+  error: (message: string) => progress(`bundler: ${message}`),
+  log: () => undefined,
+};
+
+/**
+ * Writes a workflow bundle under the file name the worker gives its script (the source map's
+ * `file`, `workflow-bundle-<hash>.js`), which is how a profile's frames name it.
+ */
+async function keepBundle(folder: string, code: string): Promise<void> {
+  const file = bundleFileName(code);
+  await mkdir(folder, { recursive: true });
+  await writeFile(join(folder, file), code);
+}
+
 async function startEnvironment(
   config: RunnerConfig,
   tuning: Record<string, unknown>,
@@ -160,11 +186,15 @@ async function startEnvironment(
   });
   const taskQueue = `bench-${randomUUID()}`;
   const threadsBeforeToolgate = listThreads();
+  // Bundled here rather than by Worker.create (the same bundler, the same options), so that a
+  // profiled run can keep the code its workflow frames point into.
+  const toolgateBundle = await bundleToolgateWorkflows(workflowsPath);
+  if (config.bundleDir) await keepBundle(config.bundleDir, toolgateBundle.code);
   const worker = await createWorker({
     connection,
     taskQueue,
     activities: toolgateActivities,
-    workflowsPath,
+    workflowBundle: toolgateBundle,
     tuning: tuning as never,
   });
   const running = worker.run();
@@ -173,11 +203,13 @@ async function startEnvironment(
   if (options.bare) {
     // Same connection, slots and cache as toolgate's worker; nothing else of toolgate's.
     const bareTaskQueue = `bench-bare-${randomUUID()}`;
+    const bareBundle = await bundleWorkflowCode({ workflowsPath: bareWorkflowsPath, logger: quietBundler });
+    if (config.bundleDir) await keepBundle(config.bundleDir, bareBundle.code);
     const threadsBeforeBare = listThreads();
     const bareWorker = await Worker.create({
       connection,
       taskQueue: bareTaskQueue,
-      workflowsPath: bareWorkflowsPath,
+      workflowBundle: { code: bareBundle.code },
       activities: {
         benchTool: (input: BenchReadInput) => benchToolBody(input, counter),
         benchIndexedTool: async (request: RunToolRequest) => ({
