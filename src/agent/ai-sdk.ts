@@ -1,6 +1,11 @@
 import { jsonSchema, type Tool, tool } from 'ai';
 import type { ToolCatalog, ToolContract } from '../contracts/define-tool.ts';
-import { type RunToolCallsOptions, runOneToolCall, type ToolCallOutcome } from './run-tool-calls.ts';
+import {
+  concurrencyLimit,
+  type RunToolCallsOptions,
+  runOneToolCall,
+  type ToolCallOutcome,
+} from './run-tool-calls.ts';
 import { modelDescription, selectContracts, strictInputSchema } from './tool-definitions.ts';
 
 export interface AiSdkToolsOptions extends Omit<RunToolCallsOptions, 'catalog'> {
@@ -26,7 +31,7 @@ export type AiSdkToolOutput = Pick<ToolCallOutcome, 'state' | 'callId' | 'isErro
 export function toolgateAiTools(options: AiSdkToolsOptions): Record<string, Tool<unknown, AiSdkToolOutput>> {
   const contracts = selectContracts(options.catalog, options.include ? { include: options.include } : {});
   const catalog: ToolCatalog = Object.fromEntries(contracts.map((contract) => [contract.name, contract]));
-  const limiter = createLimiter(Math.max(1, Math.floor(options.maxConcurrency ?? 4)));
+  const limiter = createLimiter(concurrencyLimit(options.maxConcurrency));
   const runOptions: RunToolCallsOptions = { ...options, catalog };
   const tools: Record<string, Tool<unknown, AiSdkToolOutput>> = {};
   for (const contract of contracts) {

@@ -4,6 +4,7 @@ import { createCatalog, lookupTool, type ToolCatalog, type ToolContract } from '
 import { untilAborted } from '../until-aborted.ts';
 import { modelErrorText } from './model-messages.ts';
 import {
+  concurrencyLimit,
   type RunToolCallsOptions,
   runOneToolCall,
   type ToolCallOutcome,
@@ -149,7 +150,7 @@ export function serveMcp(options: McpServerOptions): McpServer {
   const tools = contracts.map((contract) => describeTool(contract));
   const catalog = createCatalog(contracts);
   const allContracts = createCatalog(selectContracts(options.catalog));
-  const limiter = createLimiter(Math.max(1, Math.floor(options.maxConcurrency ?? defaultConcurrency)));
+  const limiter = createLimiter(concurrencyLimit(options.maxConcurrency, defaultConcurrency));
   // The client is replaced per request (see cancellableCaller); the other options reach
   // runOneToolCall as they are, so keys, approval mode and onError work as in the other adapters.
   const runOptions: RunToolCallsOptions = {

@@ -107,6 +107,21 @@ export interface ToolCallOutcome {
 const defaultConcurrency = 4;
 
 /**
+ * The `maxConcurrency` option as a number of lanes: the default when unset, a whole number of at
+ * least 1 otherwise. NaN, Infinity or a value below 1 is a mistake in the caller's set-up, so it
+ * throws before any call starts (NaN used to give no lanes at all, and the turn's calls never ran).
+ */
+export function concurrencyLimit(value: number | undefined, fallback = defaultConcurrency): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 1) {
+    throw new RangeError(
+      `maxConcurrency must be a finite number of at least 1 (got ${String(value)}); leave it unset for the default of ${fallback}.`,
+    );
+  }
+  return Math.floor(value);
+}
+
+/**
  * Runs one turn's tool calls through toolgate with bounded fan-out and returns one outcome per call,
  * in the order the model made them. It never rejects: a call that fails, or that toolgate could not
  * run, becomes an error outcome and the others keep their results.
@@ -119,7 +134,7 @@ export async function runToolCalls(
   calls: readonly ModelToolCall[],
   options: RunToolCallsOptions,
 ): Promise<ToolCallOutcome[]> {
-  const limit = Math.max(1, Math.floor(options.maxConcurrency ?? defaultConcurrency));
+  const limit = concurrencyLimit(options.maxConcurrency);
   const uses = new Map<string, number>();
   for (const call of calls) uses.set(call.id, (uses.get(call.id) ?? 0) + 1);
   return mapWithConcurrency(calls, limit, async (call) =>

@@ -626,10 +626,13 @@ export function parseSince(since: Date | string, nowMs = Date.now()): Date {
     const unit = durationUnits[match[2]!]!;
     return new Date(nowMs - Number(match[1]) * unit);
   }
-  const parsed = Date.parse(since);
+  // Only an ISO date or timestamp: Date.parse alone reads `90` as the year 1990 and `5 May` as a
+  // date in some year it guesses, and a list or replay over the wrong window is worse than an error.
+  const iso = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i;
+  const parsed = iso.test(since.trim()) ? Date.parse(since.trim()) : Number.NaN;
   if (Number.isNaN(parsed)) {
     throw new RangeError(
-      `--since ${JSON.stringify(since)} is not a duration (e.g. 90s, 30m, 1h, 2d, 1w) or an ISO timestamp.`,
+      `--since ${JSON.stringify(since)} is not a duration (e.g. 90s, 30m, 1h, 2d, 1w) or an ISO timestamp (e.g. 2025-05-01 or 2025-05-01T09:30:00Z). A bare number needs a unit: 90s, 90m.`,
     );
   }
   return new Date(parsed);

@@ -8,6 +8,13 @@ const context: CallContext = { tenant: 'acme', principal: 'agent-7', principalKi
 const executionOptions = (toolCallId: string) => ({ toolCallId, messages: [] });
 
 describe('Vercel AI SDK tools', () => {
+  it('refuses a NaN maxConcurrency when the tools are built', () => {
+    const client = createFakeClient({});
+    expect(() =>
+      toolgateAiTools({ client, context, catalog: exampleCatalog, maxConcurrency: Number.NaN }),
+    ).toThrow(/maxConcurrency must be a finite number/);
+  });
+
   it('executes through toolgate and maps failures to error-text', async () => {
     const client = createFakeClient({
       read_config: { kind: 'closed', status: 'succeeded', output: { value: 'eu-west' } },

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { answerAnthropicToolUse } from '../../../src/agent/anthropic.ts';
-import { awaitPendingCall, type KeyFunction, runToolCalls } from '../../../src/agent/run-tool-calls.ts';
+import {
+  awaitPendingCall,
+  concurrencyLimit,
+  type KeyFunction,
+  runToolCalls,
+} from '../../../src/agent/run-tool-calls.ts';
 import type { CallContext } from '../../../src/contracts/call-record.ts';
 import { createCatalog } from '../../../src/contracts/define-tool.ts';
 import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
@@ -11,6 +16,21 @@ const context: CallContext = { tenant: 'acme', principal: 'agent-7', principalKi
 const transfer = { reference: 'INV-7', from: 'AA', to: 'BB', amountCents: 100, currency: 'EUR', memo: null };
 
 describe('bounded fan-out', () => {
+  it('refuses a maxConcurrency that is not a number of at least 1, before any call starts', async () => {
+    expect(concurrencyLimit(undefined)).toBe(4);
+    expect(concurrencyLimit(2.7)).toBe(2);
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, 0, 0.5, -3]) {
+      expect(() => concurrencyLimit(bad)).toThrow(/maxConcurrency must be a finite number of at least 1/);
+    }
+    const client = createFakeClient({ read_config: { kind: 'closed', status: 'succeeded', output: 1 } });
+    const calls = [{ id: 'toolu_1', name: 'read_config', input: { name: 'region' } }];
+    // Before, NaN made zero lanes: the promise resolved with holes and no call ever ran.
+    await expect(
+      runToolCalls(calls, { client, context, catalog: exampleCatalog, maxConcurrency: Number.NaN }),
+    ).rejects.toThrow(/got NaN/);
+    expect(client.maxConcurrent).toBe(0);
+  });
+
   it('runs at most 2 of 5 slow calls at once, so the turn takes about 3 rounds', async () => {
     const roundMs = 200;
     const client = createFakeClient({

@@ -34,5 +34,11 @@ describe('buildListQuery', () => {
     expect(parseSince('2d', now).toISOString()).toBe('2025-05-30T12:00:00.000Z');
     expect(parseSince('2025-05-01T00:00:00Z', now).toISOString()).toBe('2025-05-01T00:00:00.000Z');
     expect(() => parseSince('yesterday', now)).toThrow(/not a duration/);
+    expect(parseSince('2025-05-01', now).toISOString()).toBe('2025-05-01T00:00:00.000Z');
+    expect(parseSince('2025-05-01T09:30:00+02:00', now).toISOString()).toBe('2025-05-01T07:30:00.000Z');
+    // Date.parse alone read a bare number as a year (90 → 1990) and guessed at loose dates.
+    expect(() => parseSince('90', now)).toThrow(/A bare number needs a unit/);
+    expect(() => parseSince('5 May', now)).toThrow(/not a duration/);
+    expect(() => parseSince('2025', now)).toThrow(/not a duration/);
   });
 });
