@@ -42,12 +42,19 @@ export function checkArguments(contract: ToolContract, input: unknown): Argument
   };
 }
 
-/** At most five issues, each as `path: message`, then what to do next. */
+/** The longest one issue may be in the model's message; zod lists every unknown key in one issue. */
+const maximumIssueChars = 200;
+
+/**
+ * At most five issues, each as `path: message` cut to 200 characters, then what to do next. Without
+ * the cut, 20,000 unknown keys made a message of over 300,000 characters for the model and the record.
+ */
 export function describeIssues(issues: readonly Issue[]): string {
   const lines = issues.slice(0, 5).map((issue) => {
     const path = issue.path.map((part) => String(part)).join('.');
     const message = issue.message.replace(/\.$/, '');
-    return path ? `${path}: ${message}` : message;
+    const line = path ? `${path}: ${message}` : message;
+    return line.length > maximumIssueChars ? `${line.slice(0, maximumIssueChars - 1)}…` : line;
   });
   const more = issues.length > 5 ? ` (and ${issues.length - 5} more)` : '';
   return `Invalid arguments: ${lines.join('; ')}${more}. ${reasonCodes.INVALID_INPUT.nextStep}`;
