@@ -9,15 +9,40 @@ export interface InboxApprover {
   readonly roles: readonly string[];
 }
 
-const approversFileSchema = z.strictObject({
-  approvers: z.array(
-    z.strictObject({
-      name: z.string().min(1).max(128),
-      roles: z.array(z.string().min(1).max(64)).max(32).default([]),
-      token: z.string().min(16).max(256),
-    }),
-  ),
-});
+const approversFileSchema = z
+  .strictObject({
+    approvers: z.array(
+      z.strictObject({
+        name: z.string().min(1).max(128),
+        roles: z.array(z.string().min(1).max(64)).max(32).default([]),
+        token: z.string().min(16).max(256),
+      }),
+    ),
+  })
+  .superRefine((contents, context) => {
+    // A shared token signs in as whichever entry comes last, and a repeated name makes two people
+    // one in the record of who decided: both are mistakes to fix in the file, not to guess around.
+    const firstWithToken = new Map<string, number>();
+    const firstWithName = new Map<string, number>();
+    contents.approvers.forEach((entry, index) => {
+      const tokenAt = firstWithToken.get(entry.token);
+      if (tokenAt !== undefined) {
+        context.addIssue({
+          code: 'custom',
+          path: ['approvers', index, 'token'],
+          message: `the same token as approvers[${tokenAt}]; give each approver a token of their own`,
+        });
+      } else firstWithToken.set(entry.token, index);
+      const nameAt = firstWithName.get(entry.name);
+      if (nameAt !== undefined) {
+        context.addIssue({
+          code: 'custom',
+          path: ['approvers', index, 'name'],
+          message: `the same name as approvers[${nameAt}]; names say who decided, so each must be unique`,
+        });
+      } else firstWithName.set(entry.name, index);
+    });
+  });
 export type ApproversFile = z.infer<typeof approversFileSchema>;
 
 /** Looks approvers up by token, comparing hashes in constant time. */
@@ -74,10 +99,23 @@ export async function loadOrCreateApproverDirectory(dataDir: string): Promise<{
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   if (text !== undefined) {
-    const parsed = approversFileSchema.safeParse(JSON.parse(text));
-    if (!parsed.success) {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (error) {
       throw new Error(
-        `${file} is not a valid approvers file: expected {"approvers":[{"name","roles","token"}]} with tokens of 16+ characters.`,
+        `${file} is not valid JSON (${(error as Error).message}); fix it, or move it away to have a new one made with a new token.`,
+      );
+    }
+    const parsed = approversFileSchema.safeParse(json);
+    if (!parsed.success) {
+      // Paths and messages only: an issue never quotes a value, so no token reaches the log.
+      const problems = parsed.error.issues
+        .slice(0, 5)
+        .map((issue) => `${issue.path.map(String).join('.') || '(top level)'}: ${issue.message}`)
+        .join('; ');
+      throw new Error(
+        `${file} is not a valid approvers file: ${problems}. Expected {"approvers":[{"name","roles","token"}]} with unique names and tokens of 16+ characters.`,
       );
     }
     return { directory: createApproverDirectory(file, parsed.data) };

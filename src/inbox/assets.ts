@@ -81,6 +81,7 @@ button.approve{background:#2e7d32;color:#fff;border-color:#2e7d32}
 button.reject{background:#c62828;color:#fff;border-color:#c62828}
 .error{color:#b71c1c}
 .ok{color:#1b5e20}
+.warn{color:#8a5300}
 table{border-collapse:collapse;width:100%;background:#fff}
 th,td{border-bottom:1px solid #e3e3e3;padding:4px 6px;text-align:left;font-size:12px}
 body.login{display:flex;justify-content:center;padding-top:80px}
@@ -126,8 +127,15 @@ export const inboxScript = `
         headers: { 'content-type': 'application/json', 'x-csrf-token': csrfToken },
         body: JSON.stringify({ callId: callId, runId: runId, decision: decision, comment: comment }),
       });
-      notice((decision === 'approve' ? 'Approved ' : 'Rejected ') + callId, 'ok');
-      card.dataset.decided = body.state;
+      if (body.state === 'delivered') {
+        // 202: sent, but no worker confirmed it in time. It may still count; it may not.
+        notice('Sent, not yet confirmed for ' + callId + ': ' + body.error +
+          '. If the card is still here once workers run, decide again (a decision never counts twice).', 'warn');
+        for (const button of card.querySelectorAll('button')) button.disabled = false;
+      } else {
+        notice((decision === 'approve' ? 'Approved ' : 'Rejected ') + callId, 'ok');
+        card.dataset.decided = body.state;
+      }
     } catch (error) {
       notice('Not decided: ' + error.message, 'error');
       for (const button of card.querySelectorAll('button')) button.disabled = false;

@@ -2,6 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { type Context, Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { z } from 'zod';
 import type { ToolgateOperations } from '../client/operations.ts';
@@ -74,6 +75,24 @@ export interface RecentDecision {
   readonly status: string;
 }
 
+/** How many closed runs' decisions the inbox keeps in memory; the list shows at most 15 of 40. */
+export const maximumClosedRecords = 200;
+
+/** The row the recent-decisions list shows for a call, or null for a call no one decided. */
+function recentDecisionOf(record: CallRecord): RecentDecision | null {
+  const approval = record.approval;
+  if (!approval?.decision || !approval.decidedAt) return null;
+  return {
+    callId: record.callId,
+    tool: record.tool,
+    decision: approval.decision,
+    decidedBy: approval.decidedBy ?? 'unknown',
+    decidedAt: approval.decidedAt,
+    ...(approval.comment !== undefined ? { comment: approval.comment } : {}),
+    status: record.status,
+  };
+}
+
 /** Whether this approver is on the call's list: by name or by `role:<name>`, and not the requester. */
 export function mayDecide(approver: InboxApprover, record: CallRecord): string | undefined {
   const approvers = record.approval?.approvers ?? [];
@@ -96,8 +115,15 @@ export function createInboxApp(options: InboxOptions): Hono {
   const { operations } = options;
   const sessionTtlMs = options.sessionTtlMs ?? 8 * 60 * 60 * 1000;
   const sessions = new Map<string, InboxSession>();
-  // Closed records never change, so recent decisions are fetched once per run.
-  const closedRecords = new Map<string, CallRecord>();
+  // Closed records never change, so recent decisions are fetched once per run. Only the fields the
+  // list shows are kept, and only for the newest runs: the map never grows past its bound.
+  const closedRecords = new Map<string, RecentDecision | null>();
+  const rememberClosed = (runId: string, decision: RecentDecision | null): void => {
+    closedRecords.set(runId, decision);
+    if (closedRecords.size > maximumClosedRecords) {
+      closedRecords.delete(closedRecords.keys().next().value as string);
+    }
+  };
   const app = new Hono();
 
   const currentSession = (context: Context): InboxSession | undefined => {
@@ -112,15 +138,45 @@ export function createInboxApp(options: InboxOptions): Hono {
     return session;
   };
 
-  /** A cross-site form post carries a foreign Origin; refuse it even before the CSRF token check. */
-  const foreignOrigin = (context: Context): boolean => {
+  /**
+   * A cross-site form post carries a foreign Origin; refuse it even before the CSRF token check.
+   * Returns what is wrong, in words, or undefined. Behind a proxy that rewrites Host, every post
+   * fails this check, so the words name both values and the proxy setting to change.
+   */
+  const foreignOrigin = (context: Context): string | undefined => {
     const origin = context.req.header('origin');
-    if (!origin) return false;
-    const host = context.req.header('host');
+    if (!origin) return undefined;
+    const host = context.req.header('host') ?? '';
+    let originHost: string;
     try {
-      return new URL(origin).host !== host;
+      originHost = new URL(origin).host;
     } catch {
-      return true;
+      originHost = '';
+    }
+    if (originHost === host) return undefined;
+    return (
+      `This request came from ${JSON.stringify(origin.slice(0, 200))}, but the inbox is served as ` +
+      `${JSON.stringify(host.slice(0, 200))}, so it was refused as cross-site. If the inbox is behind a ` +
+      'reverse proxy, have the proxy pass the original Host header (nginx: proxy_set_header Host $host).'
+    );
+  };
+
+  // Sign-in and sign-out forms hold a token or two; decisions hold a comment. Anything much bigger
+  // is refused before it is read, with 413.
+  const formLimit = bodyLimit({
+    maxSize: 8 * 1024,
+    onError: (context) => context.text('The form is larger than 8 KiB; sign in with the token alone.', 413),
+  });
+  const apiLimit = bodyLimit({
+    maxSize: 64 * 1024,
+    onError: (context) => context.json({ error: 'The request body is larger than 64 KiB.' }, 413),
+  });
+  /** The form's fields, or undefined when the body is not a form that can be read. */
+  const readForm = async (context: Context): Promise<Record<string, unknown> | undefined> => {
+    try {
+      return await context.req.parseBody();
+    } catch {
+      return undefined;
     }
   };
 
@@ -142,9 +198,11 @@ export function createInboxApp(options: InboxOptions): Hono {
   );
 
   app.get('/login', (context) => context.html(loginPage()));
-  app.post('/login', async (context) => {
-    if (foreignOrigin(context)) return context.html(loginPage('This sign-in came from another site.'), 403);
-    const form = await context.req.parseBody();
+  app.post('/login', formLimit, async (context) => {
+    const crossSite = foreignOrigin(context);
+    if (crossSite) return context.html(loginPage(crossSite), 403);
+    const form = await readForm(context);
+    if (!form) return context.html(loginPage('The sign-in form could not be read; send it again.'), 400);
     const token = typeof form['token'] === 'string' ? form['token'] : '';
     const approver = options.approvers.authenticate(token);
     if (!approver) return context.html(loginPage('That token is not valid.'), 401);
@@ -162,9 +220,9 @@ export function createInboxApp(options: InboxOptions): Hono {
     });
     return context.redirect('/', 303);
   });
-  app.post('/logout', async (context) => {
+  app.post('/logout', formLimit, async (context) => {
     const session = currentSession(context);
-    const form = await context.req.parseBody();
+    const form = (await readForm(context)) ?? {};
     if (session && typeof form['csrf'] === 'string' && sameSecret(form['csrf'], session.csrfToken)) {
       sessions.delete(getCookie(context, sessionCookie) ?? '');
       deleteCookie(context, sessionCookie, { path: '/' });
@@ -177,7 +235,7 @@ export function createInboxApp(options: InboxOptions): Hono {
   );
 
   // Everything under /api needs a session.
-  app.use('/api/*', async (context, next) => {
+  app.use('/api/*', apiLimit, async (context, next) => {
     if (!currentSession(context)) return context.json({ error: 'Sign in first.' }, 401);
     await next();
   });
@@ -230,23 +288,15 @@ export function createInboxApp(options: InboxOptions): Hono {
     const decisions: RecentDecision[] = [];
     for (const call of listed) {
       if (call.workflowStatus === 'RUNNING' && call.status === 'awaiting_approval') continue;
-      let record = closedRecords.get(call.runId);
-      if (!record) {
-        record = await operations.get(call.callId, { runId: call.runId }).catch(() => undefined);
+      let decision = closedRecords.get(call.runId);
+      if (decision === undefined) {
+        const record = await operations.get(call.callId, { runId: call.runId }).catch(() => undefined);
         if (!record) continue;
-        if (call.workflowStatus !== 'RUNNING') closedRecords.set(call.runId, record);
+        decision = recentDecisionOf(record);
+        if (call.workflowStatus !== 'RUNNING') rememberClosed(call.runId, decision);
       }
-      const approval = record.approval;
-      if (!approval?.decision || !approval.decidedAt) continue;
-      decisions.push({
-        callId: record.callId,
-        tool: record.tool,
-        decision: approval.decision,
-        decidedBy: approval.decidedBy ?? 'unknown',
-        decidedAt: approval.decidedAt,
-        ...(approval.comment !== undefined ? { comment: approval.comment } : {}),
-        status: record.status,
-      });
+      if (!decision) continue;
+      decisions.push(decision);
       if (decisions.length >= 15) break;
     }
     decisions.sort((left, right) => right.decidedAt.localeCompare(left.decidedAt));
@@ -256,7 +306,9 @@ export function createInboxApp(options: InboxOptions): Hono {
   app.post('/api/decisions', async (context) => {
     const session = currentSession(context)!;
     const presented = context.req.header('x-csrf-token') ?? '';
-    if (foreignOrigin(context) || !sameSecret(presented, session.csrfToken)) {
+    const crossSite = foreignOrigin(context);
+    if (crossSite) return context.json({ error: crossSite }, 403);
+    if (!sameSecret(presented, session.csrfToken)) {
       return context.json({ error: 'The CSRF token is missing or wrong; reload the page.' }, 403);
     }
     if (!(context.req.header('content-type') ?? '').startsWith('application/json')) {

@@ -227,4 +227,56 @@ describe('approvals inbox in headless chromium', () => {
     expect(ledger.filter((line) => line['reference'] === 'inbox-e2e-2')).toHaveLength(0);
     await page.context().close();
   });
+
+  it('a decision sent but not confirmed (202) is shown as a warning, and the card can be decided again', async () => {
+    const started = await harness.client.start(
+      {
+        tool: 'transfer_funds',
+        input: {
+          reference: 'inbox-e2e-3',
+          from: 'ACC-100',
+          to: 'ACC-200',
+          amountCents: 700,
+          currency: 'EUR',
+          memo: null,
+        },
+      },
+      agent,
+    );
+    await waitFor(async () =>
+      (await harness.client.get(started.callId))?.status === 'awaiting_approval' ? true : undefined,
+    );
+    const page = await signIn(aliceToken, started.callId);
+    const card = page.locator(`article[data-call-id="${started.callId}"]`);
+    // What the API answers when no worker processes the signal in time: the page must not say "Approved".
+    await page.route('**/api/decisions', (route) =>
+      route.request().method() === 'POST'
+        ? route.fulfill({
+            status: 202,
+            contentType: 'application/json',
+            body: JSON.stringify({
+              state: 'delivered',
+              error: 'no worker processed the decision in time; check again with get()',
+            }),
+          })
+        : route.continue(),
+    );
+    await card.locator('input').fill('ok');
+    await card.locator('button.approve').click();
+    await expect
+      .poll(() => page.textContent('#notice'))
+      .toMatch(/^Sent, not yet confirmed for .*no worker processed/);
+    expect(await page.getAttribute('#notice', 'class')).toBe('warn');
+    await expect.poll(() => card.locator('button.approve').isDisabled()).toBe(false);
+    expect(await card.getAttribute('data-decided')).toBeNull();
+
+    // Deciding again, now through to the worker, counts once.
+    await page.unroute('**/api/decisions');
+    await card.locator('button.approve').click();
+    await expect.poll(() => page.textContent('#notice')).toMatch(/^Approved /);
+    expect((await harness.client.result(started.callId)).status).toBe('succeeded');
+    const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
+    expect(ledger.filter((line) => line['reference'] === 'inbox-e2e-3')).toHaveLength(1);
+    await page.context().close();
+  });
 });

@@ -222,6 +222,34 @@ describe('inbox: a failed start never loses a token', () => {
     // A file that was there before is never discarded.
     expect((await loadOrCreateApproverDirectory(nested)).discard).toBeUndefined();
   });
+
+  it('refuses an approvers file with a shared token or a repeated name, and names the file when it is not JSON', async () => {
+    const directory = join(dataDir, 'approvers-check');
+    await mkdir(directory);
+    const file = join(directory, 'approvers.json');
+    const sharedToken = 'shared-token-0123456789';
+    await writeFile(
+      file,
+      JSON.stringify({
+        approvers: [
+          { name: 'alice', roles: ['finance'], token: sharedToken },
+          { name: 'bob', roles: ['finance'], token: sharedToken },
+          { name: 'alice', roles: [], token: 'another-token-0123456789' },
+        ],
+      }),
+    );
+    // Before, bob's entry silently won for the shared token, and two "alice" entries were accepted.
+    const refusal = loadOrCreateApproverDirectory(directory);
+    await expect(refusal).rejects.toThrow(/approvers\.1\.token: the same token as approvers\[0\]/);
+    await expect(loadOrCreateApproverDirectory(directory)).rejects.toThrow(
+      /approvers\.2\.name: the same name as approvers\[0\]/,
+    );
+    await expect(loadOrCreateApproverDirectory(directory)).rejects.not.toThrow(sharedToken);
+    await writeFile(file, '{"approvers": [');
+    await expect(loadOrCreateApproverDirectory(directory)).rejects.toThrow(
+      new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is not valid JSON`),
+    );
+  });
 });
 
 describe('dev and worker with --json print their failure as JSON, with the documented exit code', () => {
