@@ -34,7 +34,12 @@ export interface OpenAIResponsesTurnResult {
 /** The tool calls of a Chat Completions assistant message, with their JSON arguments parsed. */
 export function openAIChatToolCalls(message: OpenAIChatAssistantMessage): ModelToolCall[] {
   return (message.tool_calls ?? []).map((call: ChatCompletionMessageToolCall) => {
-    if (call.type === 'function') return parsedCall(call.id, call.function.name, call.function.arguments);
+    if (call.type === 'function') {
+      // Typed as always there, but a message kept in a history or built by hand may lack it.
+      const fn = (call as { readonly function?: { readonly name?: unknown; readonly arguments?: unknown } })
+        .function;
+      return parsedCall(call.id, fn?.name, fn?.arguments);
+    }
     // A custom tool, or a kind of call newer than this adapter: answered, never run.
     const named = call as { readonly custom?: { readonly name?: unknown } };
     return {
@@ -110,14 +115,26 @@ export function openAIResponsesOutputItems(
 const missingResultText =
   'Error TOOL_FAILED: No result was produced for this call. Retrying the same call may help.';
 
-function parsedCall(id: string, name: string, argumentsText: string): ModelToolCall {
+function parsedCall(id: string, name: unknown, argumentsText: unknown): ModelToolCall {
+  // A name that is not a string reaches runOneToolCall as it is, which answers it as such.
+  const toolName = name as string;
+  if (argumentsText !== undefined && typeof argumentsText !== 'string') {
+    return {
+      id,
+      name: toolName,
+      input: undefined,
+      inputError:
+        'The arguments were not JSON text. Send a single JSON object, as a string, that matches the tool schema.',
+    };
+  }
   try {
-    const input: unknown = argumentsText.trim() === '' ? {} : JSON.parse(argumentsText);
-    return { id, name, input };
+    const input: unknown =
+      argumentsText === undefined || argumentsText.trim() === '' ? {} : JSON.parse(argumentsText);
+    return { id, name: toolName, input };
   } catch {
     return {
       id,
-      name,
+      name: toolName,
       input: undefined,
       inputError:
         'The arguments were not valid JSON. Send a single JSON object that matches the tool schema.',

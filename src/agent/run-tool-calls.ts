@@ -172,6 +172,19 @@ export async function runOneToolCall(
       text: modelErrorText('INVALID_INPUT', call.inputError),
     };
   }
+  if (typeof call.name !== 'string') {
+    // Not the service's fault: without this the client threw a TypeError, which reached the model
+    // as a retryable infrastructure error, and the same call would fail the same way for ever.
+    return {
+      ...base,
+      state: 'not_started',
+      isError: true,
+      text: modelErrorText(
+        'NOT_ALLOWED',
+        `The tool name was ${call.name === null ? 'null' : typeof call.name}, not a string. Call one of the listed tools by its name.`,
+      ),
+    };
+  }
   const noWorkerAfterMs = boundOf(options.noWorkerAfterMs);
   let started: Awaited<ReturnType<ToolgateCaller['start']>> | undefined;
   try {

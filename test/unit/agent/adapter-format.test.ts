@@ -161,6 +161,26 @@ describe('argument problems', () => {
     expect(messages[1]!.content).toBe('1');
     expect(client.starts).toHaveLength(1);
   });
+
+  it('answers a call with no function, non-text arguments or a non-string name, and runs the rest', async () => {
+    const client = createFakeClient({ read_config: { kind: 'closed', status: 'succeeded', output: 1 } });
+    const malformed = [
+      { id: 'a', type: 'function' },
+      { id: 'b', type: 'function', function: { name: 'read_config', arguments: { name: 'x' } } },
+      { id: 'c', type: 'function', function: { name: 42, arguments: '{}' } },
+      { id: 'd', type: 'function', function: { name: 'read_config', arguments: '{"name":"x"}' } },
+    ] as unknown as ChatCompletionMessageToolCall[];
+    // Before, the first threw a TypeError out of the whole turn, and a numeric name came back as a
+    // retryable infrastructure error.
+    const { messages } = await answerOpenAIChatToolCalls({ tool_calls: malformed }, { client, context });
+    expect(messages.map((message) => message.tool_call_id)).toEqual(['a', 'b', 'c', 'd']);
+    expect(messages[0]!.content).toMatch(/^Error NOT_ALLOWED: The tool name was undefined, not a string\./);
+    expect(messages[1]!.content).toMatch(/^Error INVALID_INPUT: The arguments were not JSON text/);
+    expect(messages[2]!.content).toMatch(/^Error NOT_ALLOWED: The tool name was number, not a string\./);
+    expect(messages[2]!.content).toContain('Retrying the same call unchanged will not help');
+    expect(messages[3]!.content).toBe('1');
+    expect(client.starts).toHaveLength(1);
+  });
 });
 
 describe('call IDs a turn repeats', () => {
