@@ -135,6 +135,17 @@ export function modelResultForInfrastructureError(): ModelToolResult {
   };
 }
 
+/**
+ * The text for a call the client refused because the agent's own set-up is wrong (its call context:
+ * tenant, principal). No call can run until a person fixes it, so the model is told not to retry.
+ */
+export function modelResultForSetupError(): ModelToolResult {
+  return {
+    isError: true,
+    text: 'Error TOOL_FAILED: The tool service is set up wrongly for this agent, so no call can run until someone fixes it. Retrying will not help. Tell the user the tool is unavailable.',
+  };
+}
+
 const stackLine = /^\s*at\s.+$/gm;
 const stackFrame = /\(?[^\s()]*:\d+:\d+\)?/g;
 const url = /\b[a-z][a-z0-9+.-]*:\/\/[^\s'"<>]+/gi;

@@ -9,6 +9,7 @@ import {
   modelResultForNoWorker,
   modelResultForPending,
   modelResultForRecord,
+  modelResultForSetupError,
 } from './model-messages.ts';
 
 /** One tool call as a model proposed it, whatever the API. */
@@ -239,6 +240,10 @@ export async function runOneToolCall(
         isError: true,
         text: modelErrorText('INVALID_INPUT', error.message),
       };
+    }
+    // By name, not instanceof: this file reaches agent workflows, which must not import the client.
+    if (error instanceof Error && error.name === 'ToolgateUsageError') {
+      return { ...base, state: 'not_started', ...modelResultForSetupError() };
     }
     return { ...base, state: 'not_started', ...modelResultForInfrastructureError() };
   }

@@ -5,9 +5,10 @@ import { type Command, Option } from 'commander';
 import { defaultMcpNoWorkerAfterMs, serveMcp } from '../agent/mcp.ts';
 import { isNoWorkerError } from '../agent/run-tool-calls.ts';
 import { decisionClaimsProblem } from '../client/approval-signer.ts';
-import { type ListFilters, NotACallError, UnknownRunError } from '../client/operations.ts';
-import { NoWorkerAnsweredError, ToolgateUsageError } from '../client/toolgate-client.ts';
+import { buildListQuery, type ListFilters, NotACallError, UnknownRunError } from '../client/operations.ts';
+import { checkContext, NoWorkerAnsweredError, ToolgateUsageError } from '../client/toolgate-client.ts';
 import { describeKeyRules } from '../contracts/call-id.ts';
+import type { CallContext } from '../contracts/call-record.ts';
 import {
   type CallEffect,
   type CallRecord,
@@ -248,6 +249,38 @@ export function checkKeyFlag(key: string | undefined): void {
   }
 }
 
+/**
+ * The call context `call` and `mcp` run under, from their flags, checked by the client's rules
+ * before anything connects; a problem names the flag, not the library's field. Before, `toolgate
+ * mcp --tenant "acme corp"` started, and every tools/call failed as "could not run, retry later".
+ */
+export function callContextOf(
+  flags: { readonly tenant: string; readonly principal?: string; readonly principalKind: PrincipalKind },
+  defaultPrincipal: string,
+): CallContext {
+  const context: CallContext = {
+    tenant: flags.tenant,
+    principal: flags.principal ?? defaultPrincipal,
+    principalKind: flags.principalKind,
+  };
+  try {
+    checkContext(context);
+  } catch (error) {
+    const flagOf: Record<string, string> = {
+      tenant: '--tenant',
+      principal: '--principal',
+      principalKind: '--principal-kind',
+    };
+    const message = (error as Error).message.replace(
+      /^context\.(tenant|principalKind|principal)\b/,
+      (_, field: string) =>
+        `${flagOf[field]} ${JSON.stringify(String(context[field as keyof CallContext]).slice(0, 80))}`,
+    );
+    throw new ToolgateUsageError(message);
+  }
+  return context;
+}
+
 /** A Temporal run ID: a UUID. */
 const runIdPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -297,6 +330,23 @@ export function checkReplayFlags(flags: { force?: boolean; reason?: string }): v
   }
 }
 
+/**
+ * Every flag of `replay`, checked before anything connects; for a bulk replay (no id), its
+ * concurrency and filters as well, which it returns.
+ */
+function checkBulkReplay(
+  id: string | undefined,
+  flags: FilterFlags & { force?: boolean; reason?: string; concurrency: string },
+): { concurrency: number; filters: ListFilters } | undefined {
+  checkReplayFlags(flags);
+  if (id !== undefined) return undefined;
+  const concurrency = Number(flags.concurrency);
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) {
+    throw new ToolgateUsageError('--concurrency must be a whole number from 1 to 64.');
+  }
+  return { concurrency, filters: filtersFrom({ ...flags, status: flags.status ?? 'failed' }, 1000) };
+}
+
 function parseLimit(value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   const limit = Number(value);
@@ -329,9 +379,13 @@ interface FilterFlags {
   readonly limit?: string;
 }
 
+/**
+ * The filter flags as list filters, checked in full (the query is built once and dropped) so that a
+ * bad `--since` or `--tenant` is refused before anything connects.
+ */
 function filtersFrom(flags: FilterFlags, defaultLimit: number): ListFilters {
   const status = parseStatuses(flags.status);
-  return {
+  const filters: ListFilters = {
     ...(status ? { status } : {}),
     ...(flags.tool ? { tool: flags.tool } : {}),
     ...(flags.tenant ? { tenant: flags.tenant } : {}),
@@ -340,6 +394,8 @@ function filtersFrom(flags: FilterFlags, defaultLimit: number): ListFilters {
     ...(flags.since ? { since: flags.since } : {}),
     limit: parseLimit(flags.limit, defaultLimit),
   };
+  buildListQuery(filters);
+  return filters;
 }
 
 function withFilterOptions(command: Command, defaultStatus?: string): Command {
@@ -421,17 +477,14 @@ export function addClientCommands(program: Command): void {
           {
             check: async () => {
               checkKeyFlag(flags.key);
+              callContextOf(flags, currentUser());
               input = await readCallInput(flags);
             },
           },
           async ({ client }) => {
             const started = await client.start(
               { tool, input, ...(flags.key !== undefined ? { key: flags.key } : {}) },
-              {
-                tenant: flags.tenant,
-                principal: flags.principal ?? currentUser(),
-                principalKind: flags.principalKind,
-              },
+              callContextOf(flags, currentUser()),
             );
             if (!flags.wait || started.record) {
               // A duplicate of an undone reversible call comes with its undo, as `get` shows it.
@@ -496,14 +549,23 @@ export function addClientCommands(program: Command): void {
         'toolgate list --tenant acme --effect unknown --limit 20 --json',
       ])}\nOrder: open calls first (the most recently started first), then closed ones, the most recently closed first, as Temporal's visibility store sorts them; so with --limit, long-open calls come before recent closed ones (add --status to see one kind). One row per run. Visibility lags writes by about a second.\n`,
     )
-    .action(async (flags: CommonFlags & FilterFlags) =>
-      runWithSession(flags, {}, async ({ operations }) => {
-        const calls = await operations.list(filtersFrom(flags, 50));
-        if (flags.json) printJson(calls);
-        else printLines(describeCalls(calls));
-        return ExitCode.ok;
-      }),
-    );
+    .action(async (flags: CommonFlags & FilterFlags) => {
+      let filters: ListFilters = {};
+      return runWithSession(
+        flags,
+        {
+          check: () => {
+            filters = filtersFrom(flags, 50);
+          },
+        },
+        async ({ operations }) => {
+          const calls = await operations.list(filters);
+          if (flags.json) printJson(calls);
+          else printLines(describeCalls(calls));
+          return ExitCode.ok;
+        },
+      );
+    });
 
   for (const decision of ['approve', 'reject'] as const) {
     const command = withConnectionOptions(
@@ -700,65 +762,63 @@ export function addClientCommands(program: Command): void {
             concurrency: string;
           },
       ) =>
-        runWithSession(flags, { check: () => checkReplayFlags(flags) }, async ({ client, operations }) => {
-          const operator = flags.as ?? currentUser();
-          const replayOptions = {
-            operator,
-            ...(flags.force ? { force: true } : {}),
-            ...(flags.reason ? { reason: flags.reason } : {}),
-          };
-          if (id === undefined) {
-            const concurrency = Number(flags.concurrency);
-            if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) {
-              throw new ToolgateUsageError('--concurrency must be a whole number from 1 to 64.');
-            }
-            const summary = await operations.replayMany(
-              filtersFrom({ ...flags, status: flags.status ?? 'failed' }, 1000),
-              {
+        runWithSession(
+          flags,
+          { check: () => void checkBulkReplay(id, flags) },
+          async ({ client, operations }) => {
+            const operator = flags.as ?? currentUser();
+            const replayOptions = {
+              operator,
+              ...(flags.force ? { force: true } : {}),
+              ...(flags.reason ? { reason: flags.reason } : {}),
+            };
+            if (id === undefined) {
+              const { concurrency, filters } = checkBulkReplay(id, flags)!;
+              const summary = await operations.replayMany(filters, {
                 ...replayOptions,
                 concurrency,
                 wait: flags.wait,
                 ...(flags.dryRun ? { dryRun: true } : {}),
                 onProgress: createProgressReporter(),
-              },
-            );
-            const exitCode =
-              summary.failed > 0 ? ExitCode.failed : summary.refused > 0 ? ExitCode.refused : ExitCode.ok;
-            if (flags.json)
-              printJsonOutcome(
-                summary,
-                exitCode,
-                () =>
-                  `Of ${summary.total} call(s), ${summary.failed} did not succeed and ${summary.refused} were refused.`,
-              );
-            else printLines(describeBulkSummary(summary));
+              });
+              const exitCode =
+                summary.failed > 0 ? ExitCode.failed : summary.refused > 0 ? ExitCode.refused : ExitCode.ok;
+              if (flags.json)
+                printJsonOutcome(
+                  summary,
+                  exitCode,
+                  () =>
+                    `Of ${summary.total} call(s), ${summary.failed} did not succeed and ${summary.refused} were refused.`,
+                );
+              else printLines(describeBulkSummary(summary));
+              return exitCode;
+            }
+            const outcome = await operations.replay(id, replayOptions);
+            if (!outcome.replayed) {
+              const notFound = outcome.refusal.startsWith('There is no call');
+              const exitCode = notFound ? ExitCode.notFound : ExitCode.refused;
+              if (flags.json)
+                printJsonOutcome(outcome, exitCode, () =>
+                  notFound ? outcome.refusal : `The replay was refused: ${outcome.refusal}`,
+                );
+              else process.stderr.write(`toolgate: replay refused: ${safeText(outcome.refusal, 600)}\n`);
+              return exitCode;
+            }
+            if (!flags.wait) {
+              if (flags.json) printJson(outcome);
+              else
+                printLines([
+                  `Replaying ${id}: new run ${outcome.started.runId ?? '?'} replaces ${outcome.replacesRunId}.`,
+                ]);
+              return ExitCode.ok;
+            }
+            const record = await client.result(id, outcome.started.runId, cliWait);
+            const exitCode = exitCodeForRecord(record);
+            if (flags.json) printJsonOutcome({ ...outcome, record }, exitCode, () => recordError(record));
+            else printLines(describeRecord(record));
             return exitCode;
-          }
-          const outcome = await operations.replay(id, replayOptions);
-          if (!outcome.replayed) {
-            const notFound = outcome.refusal.startsWith('There is no call');
-            const exitCode = notFound ? ExitCode.notFound : ExitCode.refused;
-            if (flags.json)
-              printJsonOutcome(outcome, exitCode, () =>
-                notFound ? outcome.refusal : `The replay was refused: ${outcome.refusal}`,
-              );
-            else process.stderr.write(`toolgate: replay refused: ${safeText(outcome.refusal, 600)}\n`);
-            return exitCode;
-          }
-          if (!flags.wait) {
-            if (flags.json) printJson(outcome);
-            else
-              printLines([
-                `Replaying ${id}: new run ${outcome.started.runId ?? '?'} replaces ${outcome.replacesRunId}.`,
-              ]);
-            return ExitCode.ok;
-          }
-          const record = await client.result(id, outcome.started.runId, cliWait);
-          const exitCode = exitCodeForRecord(record);
-          if (flags.json) printJsonOutcome({ ...outcome, record }, exitCode, () => recordError(record));
-          else printLines(describeRecord(record));
-          return exitCode;
-        }),
+          },
+        ),
     );
 
   withConnectionOptions(
@@ -901,11 +961,7 @@ export function addClientCommands(program: Command): void {
               `--tools names unknown tools: ${unknown.join(', ')}. Known: ${Object.keys(exampleCatalog).join(', ')}.`,
             );
           }
-          const context = {
-            tenant: flags.tenant,
-            principal: flags.principal ?? `mcp-${currentUser()}`,
-            principalKind: flags.principalKind,
-          };
+          const context = callContextOf(flags, `mcp-${currentUser()}`);
           await runUntilStopped({
             what: 'the MCP server',
             start: async (signal) => {

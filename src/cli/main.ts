@@ -309,9 +309,12 @@ export async function runCli(argv: readonly string[] = process.argv): Promise<vo
       // Help and version end here too, with their own exit code (0).
       if (error.exitCode === 0) return;
       // Commander has printed the message and the hint on stderr; a script reading --json output
-      // gets the same as a JSON document on stdout, as for every other error.
+      // gets the same as a JSON document on stdout, as for every other error. Not for `mcp`: its
+      // stdout carries protocol messages only, and its --json shapes the log on stderr.
       if (argv.includes('--json')) {
-        printJson({ ok: false, exitCode: ExitCode.error, error: error.message.replace(/^error: /, '') });
+        const text = error.message.replace(/^error: /, '');
+        if (argv[2] === 'mcp') process.stderr.write(`${JSON.stringify({ level: 'error', message: text })}\n`);
+        else printJson({ ok: false, exitCode: ExitCode.error, error: text });
       }
       process.exitCode = ExitCode.error;
       return;

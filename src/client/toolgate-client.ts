@@ -760,7 +760,8 @@ function keyMismatchMessage(callId: string): string {
   return `${reasonCodes.KEY_MISMATCH.meaning} ${reasonCodes.KEY_MISMATCH.nextStep} (existing call: ${callId})`;
 }
 
-function checkContext(context: CallContext): void {
+/** Throws ToolgateUsageError, naming the field, for a call context no call can run under. */
+export function checkContext(context: CallContext): void {
   if (!namePattern.test(context.tenant)) {
     throw new ToolgateUsageError(
       'context.tenant must be 1-64 letters, digits, _ . or -, starting with a letter or digit.',

@@ -6,6 +6,7 @@ import {
   type KeyFunction,
   runToolCalls,
 } from '../../../src/agent/run-tool-calls.ts';
+import { ToolgateUsageError } from '../../../src/client/toolgate-client.ts';
 import type { CallContext } from '../../../src/contracts/call-record.ts';
 import { createCatalog } from '../../../src/contracts/define-tool.ts';
 import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
@@ -14,6 +15,33 @@ import { createFakeClient } from './fake-client.ts';
 
 const context: CallContext = { tenant: 'acme', principal: 'agent-7', principalKind: 'agent' };
 const transfer = { reference: 'INV-7', from: 'AA', to: 'BB', amountCents: 100, currency: 'EUR', memo: null };
+
+describe('a call context the client refuses', () => {
+  it('tells the model not to retry: the set-up is wrong, not the service', async () => {
+    const client = createFakeClient({});
+    const refusing = {
+      ...client,
+      start: async () => {
+        throw new ToolgateUsageError('context.tenant must be 1-64 letters, digits, _ . or -.');
+      },
+    };
+    const errors: unknown[] = [];
+    const [outcome] = await runToolCalls(
+      [{ id: 'toolu_1', name: 'read_config', input: { name: 'region' } }],
+      {
+        client: refusing,
+        context: { ...context, tenant: 'acme corp' },
+        catalog: exampleCatalog,
+        onError: (error) => errors.push(error),
+      },
+    );
+    // Before: "could not run this call right now. Retrying the same call later may help."
+    expect(outcome!.text).toMatch(/^Error TOOL_FAILED: The tool service is set up wrongly/);
+    expect(outcome!.text).toContain('Retrying will not help');
+    expect(outcome!.state).toBe('not_started');
+    expect(errors).toHaveLength(1);
+  });
+});
 
 describe('bounded fan-out', () => {
   it('refuses a maxConcurrency that is not a number of at least 1, before any call starts', async () => {

@@ -150,6 +150,45 @@ describe('replay and call check their flags before anything is sent (exit 1)', (
     }
   });
 
+  it('call and mcp refuse a bad --tenant or --principal before connecting, naming the flag', async () => {
+    // No cluster is reachable here: before, both got as far as connecting and exited 6 "no server"
+    // (and mcp, with a server, answered every tools/call "could not run, retry later").
+    const [call, mcp, principal] = await Promise.all([
+      cli('call', 'read_config', '--input', '{"name":"region"}', '--tenant', 'acme corp', '--json'),
+      cli('mcp', '--tenant', 'acme corp'),
+      cli('call', 'read_config', '--input', '{}', '--principal', 'p'.repeat(200), '--json'),
+    ]);
+    expect(call.code).toBe(1);
+    expect(String(call.json['error'])).toMatch(/^--tenant "acme corp" must be 1-64 letters/);
+    expect(mcp.code).toBe(1);
+    expect(mcp.stdout).toBe('');
+    expect(mcp.stderr).toMatch(/--tenant "acme corp" must be 1-64 letters/);
+    expect(principal.code).toBe(1);
+    expect(String(principal.json['error'])).toMatch(/^--principal "p{80}" must be a non-empty string/);
+  });
+
+  it('list and replay refuse a bad filter before connecting; mcp --json keeps stdout for the protocol', async () => {
+    const [list, replay, concurrency, mcpJson] = await Promise.all([
+      cli('list', '--since', '90', '--json'),
+      cli('replay', '--tool', "x' OR 1=1", '--dry-run', '--json'),
+      cli('replay', '--concurrency', '0', '--dry-run', '--json'),
+      cli('mcp', '--json', '--no-such-flag'),
+    ]);
+    // Before, these connected first and exited 6 (no server) without a word about the flag.
+    expect(list.code).toBe(1);
+    expect(String(list.json['error'])).toMatch(/--since "90" is not a duration/);
+    expect(replay.code).toBe(1);
+    expect(String(replay.json['error'])).toMatch(/characters a filter may not contain/);
+    expect(concurrency.code).toBe(1);
+    expect(String(concurrency.json['error'])).toMatch(/--concurrency must be a whole number from 1 to 64/);
+    expect(mcpJson.code).toBe(1);
+    expect(mcpJson.stdout).toBe('');
+    expect(JSON.parse(mcpJson.stderr.trim().split('\n').at(-1)!)).toMatchObject({
+      level: 'error',
+      message: expect.stringMatching(/unknown option '--no-such-flag'/),
+    });
+  });
+
   it('call --key "" is refused as malformed', async () => {
     const result = await cli('call', 'read_config', '--input', '{"name":"region"}', '--key', '', '--json');
     expect(result.code).toBe(1);
