@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -71,6 +72,9 @@ export interface ExampleToolOptions {
 }
 
 /** Builds the example tools over a data directory (created on first use). */
+/** The tail of each label file's queue of updates (see updateLabels). */
+const labelQueues = new Map<string, Promise<void>>();
+
 export function createExampleTools(dataDir: string, options: ExampleToolOptions = {}): ExampleTools {
   const paths = exampleToolPaths(dataDir);
   const web = safeUrl({ ports: [80, 443, 8080, 8443], ...options.http });
@@ -94,10 +98,34 @@ export function createExampleTools(dataDir: string, options: ExampleToolOptions 
   };
   const writeLabels = async (labels: Map<string, string[]>) => {
     await mkdir(paths.dataDir, { recursive: true });
-    const temporary = `${paths.labelsFile}.${process.pid}.${Date.now()}.tmp`;
+    // A fresh name per write: two writes in the same millisecond once shared one temporary file.
+    const temporary = `${paths.labelsFile}.${process.pid}.${randomUUID()}.tmp`;
     // Object.fromEntries defines own properties, so even `__proto__` is written as a plain key.
     await writeFile(temporary, JSON.stringify(Object.fromEntries(labels), null, 2));
     await rename(temporary, paths.labelsFile);
+  };
+
+  /**
+   * Runs one read-modify-write of the label store at a time in this process, so concurrent
+   * add_label calls (and their undos) never lose each other's labels. The queue is per file, shared
+   * by every worker of the process. Workers in other processes sharing a data directory are not
+   * serialised: the example store is for one worker process, as `toolgate dev` runs it.
+   */
+  const updateLabels = <Result>(
+    update: (labels: Map<string, string[]>) => Promise<Result>,
+  ): Promise<Result> => {
+    const previous = labelQueues.get(paths.labelsFile) ?? Promise.resolve();
+    const turn = previous.then(async () => update(await readLabels()));
+    const settled = turn.then(
+      () => undefined,
+      () => undefined,
+    );
+    labelQueues.set(paths.labelsFile, settled);
+    // The last in the queue removes it, so the map does not keep every data directory ever used.
+    void settled.then(() => {
+      if (labelQueues.get(paths.labelsFile) === settled) labelQueues.delete(paths.labelsFile);
+    });
+    return turn;
   };
 
   const tools: ToolImplementation[] = [
@@ -166,12 +194,14 @@ export function createExampleTools(dataDir: string, options: ExampleToolOptions 
     }),
 
     implementTool(addLabel, async ({ input, callId }) => {
-      const labels = await readLabels();
-      const current = new Set(labels.get(input.item) ?? []);
-      const added = !current.has(input.label);
-      current.add(input.label);
-      labels.set(input.item, [...current].sort());
-      await writeLabels(labels);
+      const added = await updateLabels(async (labels) => {
+        const current = new Set(labels.get(input.item) ?? []);
+        if (current.has(input.label)) return false;
+        current.add(input.label);
+        labels.set(input.item, [...current].sort());
+        await writeLabels(labels);
+        return true;
+      });
       await logExecution('add_label', callId, 'added', { item: input.item, label: input.label });
       return { item: input.item, label: input.label, added };
     }),
@@ -213,14 +243,15 @@ export function createExampleTools(dataDir: string, options: ExampleToolOptions 
 
   const compensations: CompensationImplementation[] = [
     implementCompensation(addLabel, async ({ input, output, callId }) => {
-      const labels = await readLabels();
       // Only undo what this call did: a label that was already there before stays.
       if ((output as { added?: boolean } | null)?.added) {
-        labels.set(
-          input.item,
-          (labels.get(input.item) ?? []).filter((label) => label !== input.label),
-        );
-        await writeLabels(labels);
+        await updateLabels(async (labels) => {
+          labels.set(
+            input.item,
+            (labels.get(input.item) ?? []).filter((label) => label !== input.label),
+          );
+          await writeLabels(labels);
+        });
       }
       await logExecution('remove_label', callId, 'removed', { item: input.item, label: input.label });
       return { item: input.item, label: input.label, removed: true };

@@ -47,4 +47,20 @@ describe('add_label and its compensation', () => {
       expect(after[item]).toEqual([]);
     },
   );
+
+  it('keeps every label when 40 calls and two workers add them at once', async () => {
+    // Two sets of tools on one data directory, as two workers of one process have.
+    const adders = [createExampleTools(dataDir), createExampleTools(dataDir)].map(
+      ({ tools }) => tools.find((tool) => tool.contract.name === 'add_label')!,
+    );
+    const labels = Array.from({ length: 40 }, (_, index) => `label-${String(index).padStart(2, '0')}`);
+    // Before, each read the file, added its label and wrote it back, so most labels were lost (and
+    // writes in one millisecond shared a temporary file, so some renames failed with ENOENT).
+    const results = await Promise.all(
+      labels.map((label, index) => adders[index % 2]!.execute(execution({ item: 'ticket-9', label }))),
+    );
+    expect(results.every((result) => (result as { added: boolean }).added)).toBe(true);
+    const stored = JSON.parse(await readFile(join(dataDir, 'labels.json'), 'utf8'));
+    expect(stored['ticket-9']).toEqual(labels);
+  });
 });
