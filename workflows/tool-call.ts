@@ -287,6 +287,12 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
           ? await awaitDecisionUntilExpiry(approvers, expiresAtMs)
           : await awaitDecision(approvers, expiresAtMs);
         decided = true;
+        // Decisions queued behind the one that counted (sent while it was being checked) are
+        // refused as the handler refuses later ones; before, they stayed queued and unrecorded, and
+        // their senders never learnt they did not count. The record only: no command changes.
+        for (const payload of pendingDecisions.splice(0)) {
+          recordRefusal({ at: now(), ...describeClaim(payload), reason: 'the call was already decided' });
+        }
         record.approval.decidedBy = claims.approver;
         record.approval.decision = claims.decision;
         record.approval.decidedAt = now();

@@ -441,6 +441,54 @@ describe('the five gates against a real dev server', () => {
       expect((await harness.client.result(started.callId)).status).toBe('succeeded');
     });
 
+    it('refuses, and records, a decision queued behind the one that counted', async () => {
+      const started = await harness.client.start(transfer('t-two-approvers'), agent);
+      await approvedRecord(started.callId);
+      const handle = harness.temporal.workflow.getHandle(started.callId);
+      // With the worker away, two approvers decide: the worker finds both queued, and the first counts.
+      await harness.stopWorker();
+      let first: ReturnType<ToolgateClient['approve']> | undefined;
+      let second: ReturnType<ToolgateClient['approve']> | undefined;
+      try {
+        first = harness.client.approve(started.callId, { approver: 'alice', runId: started.runId });
+        await waitFor(
+          async () =>
+            ((await handle.fetchHistory()).events ?? []).some(
+              (event) => event.workflowExecutionSignaledEventAttributes,
+            ) || undefined,
+        );
+        second = harness.client.approve(started.callId, {
+          approver: 'bob',
+          roles: ['finance'],
+          runId: started.runId,
+        });
+        await waitFor(
+          async () =>
+            ((await handle.fetchHistory()).events ?? []).filter(
+              (event) => event.workflowExecutionSignaledEventAttributes,
+            ).length === 2 || undefined,
+        );
+      } finally {
+        await harness.startWorker();
+      }
+      expect(await first).toMatchObject({ accepted: true, state: 'accepted' });
+      // Before, bob's decision stayed queued and unrecorded: his approve() could not say it was refused.
+      expect(await second).toMatchObject({
+        accepted: false,
+        state: 'refused',
+        reason: 'the call was already decided',
+      });
+      const record = await harness.client.result(started.callId);
+      expect(record).toMatchObject({ status: 'succeeded', approval: { decidedBy: 'alice' } });
+      expect(record.refusedDecisions).toHaveLength(1);
+      expect(record.refusedDecisions[0]).toMatchObject({
+        claimedApprover: 'bob',
+        reason: 'the call was already decided',
+      });
+      const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
+      expect(ledger.filter((line) => line['reference'] === 't-two-approvers')).toHaveLength(1);
+    });
+
     it('refuses forged, self, wrong-hash and unlisted decisions, records them, and keeps waiting', async () => {
       const started = await harness.client.start(transfer('t-refuse'), agent);
       const waiting = await approvedRecord(started.callId);
