@@ -263,21 +263,8 @@ export function callContextOf(
     principal: flags.principal ?? defaultPrincipal,
     principalKind: flags.principalKind,
   };
-  try {
-    checkContext(context);
-  } catch (error) {
-    const flagOf: Record<string, string> = {
-      tenant: '--tenant',
-      principal: '--principal',
-      principalKind: '--principal-kind',
-    };
-    const message = (error as Error).message.replace(
-      /^context\.(tenant|principalKind|principal)\b/,
-      (_, field: string) =>
-        `${flagOf[field]} ${JSON.stringify(String(context[field as keyof CallContext]).slice(0, 80))}`,
-    );
-    throw new ToolgateUsageError(message);
-  }
+  const flagOf = { tenant: '--tenant', principal: '--principal', principalKind: '--principal-kind' };
+  checkContext(context, (field) => `${flagOf[field]} ${JSON.stringify(String(context[field]).slice(0, 80))}`);
   return context;
 }
 
@@ -472,19 +459,20 @@ export function addClientCommands(program: Command): void {
         },
       ) => {
         let input: unknown;
+        let context: CallContext;
         return runWithSession(
           flags,
           {
             check: async () => {
               checkKeyFlag(flags.key);
-              callContextOf(flags, currentUser());
+              context = callContextOf(flags, currentUser());
               input = await readCallInput(flags);
             },
           },
           async ({ client }) => {
             const started = await client.start(
               { tool, input, ...(flags.key !== undefined ? { key: flags.key } : {}) },
-              callContextOf(flags, currentUser()),
+              context,
             );
             if (!flags.wait || started.record) {
               // A duplicate of an undone reversible call comes with its undo, as `get` shows it.
@@ -761,10 +749,15 @@ export function addClientCommands(program: Command): void {
             dryRun?: boolean;
             concurrency: string;
           },
-      ) =>
-        runWithSession(
+      ) => {
+        let bulk: ReturnType<typeof checkBulkReplay>;
+        return runWithSession(
           flags,
-          { check: () => void checkBulkReplay(id, flags) },
+          {
+            check: () => {
+              bulk = checkBulkReplay(id, flags);
+            },
+          },
           async ({ client, operations }) => {
             const operator = flags.as ?? currentUser();
             const replayOptions = {
@@ -773,7 +766,8 @@ export function addClientCommands(program: Command): void {
               ...(flags.reason ? { reason: flags.reason } : {}),
             };
             if (id === undefined) {
-              const { concurrency, filters } = checkBulkReplay(id, flags)!;
+              // Set by the check, which ran before the session opened.
+              const { concurrency, filters } = bulk!;
               const summary = await operations.replayMany(filters, {
                 ...replayOptions,
                 concurrency,
@@ -818,7 +812,8 @@ export function addClientCommands(program: Command): void {
             else printLines(describeRecord(record));
             return exitCode;
           },
-        ),
+        );
+      },
     );
 
   withConnectionOptions(

@@ -760,11 +760,17 @@ function keyMismatchMessage(callId: string): string {
   return `${reasonCodes.KEY_MISMATCH.meaning} ${reasonCodes.KEY_MISMATCH.nextStep} (existing call: ${callId})`;
 }
 
-/** Throws ToolgateUsageError, naming the field, for a call context no call can run under. */
-export function checkContext(context: CallContext): void {
+/**
+ * Throws ToolgateUsageError for a call context no call can run under. `named` says how a problem
+ * names the field: `context.tenant` for the library, the flag and its value for the CLI.
+ */
+export function checkContext(
+  context: CallContext,
+  named: (field: keyof CallContext) => string = (field) => `context.${field}`,
+): void {
   if (!namePattern.test(context.tenant)) {
     throw new ToolgateUsageError(
-      'context.tenant must be 1-64 letters, digits, _ . or -, starting with a letter or digit.',
+      `${named('tenant')} must be 1-64 letters, digits, _ . or -, starting with a letter or digit.`,
     );
   }
   if (
@@ -772,10 +778,12 @@ export function checkContext(context: CallContext): void {
     context.principal.length === 0 ||
     context.principal.length > 128
   ) {
-    throw new ToolgateUsageError('context.principal must be a non-empty string of at most 128 characters.');
+    throw new ToolgateUsageError(
+      `${named('principal')} must be a non-empty string of at most 128 characters.`,
+    );
   }
   if (!['human', 'agent', 'service'].includes(context.principalKind)) {
-    throw new ToolgateUsageError("context.principalKind must be 'human', 'agent' or 'service'.");
+    throw new ToolgateUsageError(`${named('principalKind')} must be 'human', 'agent' or 'service'.`);
   }
 }
 

@@ -22,26 +22,24 @@ const approversFileSchema = z
   .superRefine((contents, context) => {
     // A shared token signs in as whichever entry comes last, and a repeated name makes two people
     // one in the record of who decided: both are mistakes to fix in the file, not to guess around.
-    const firstWithToken = new Map<string, number>();
-    const firstWithName = new Map<string, number>();
-    contents.approvers.forEach((entry, index) => {
-      const tokenAt = firstWithToken.get(entry.token);
-      if (tokenAt !== undefined) {
-        context.addIssue({
-          code: 'custom',
-          path: ['approvers', index, 'token'],
-          message: `the same token as approvers[${tokenAt}]; give each approver a token of their own`,
-        });
-      } else firstWithToken.set(entry.token, index);
-      const nameAt = firstWithName.get(entry.name);
-      if (nameAt !== undefined) {
-        context.addIssue({
-          code: 'custom',
-          path: ['approvers', index, 'name'],
-          message: `the same name as approvers[${nameAt}]; names say who decided, so each must be unique`,
-        });
-      } else firstWithName.set(entry.name, index);
-    });
+    const why = {
+      token: 'give each approver a token of their own',
+      name: 'names say who decided, so each must be unique',
+    };
+    for (const field of ['token', 'name'] as const) {
+      const firstAt = new Map<string, number>();
+      contents.approvers.forEach((entry, index) => {
+        const earlier = firstAt.get(entry[field]);
+        if (earlier === undefined) firstAt.set(entry[field], index);
+        else {
+          context.addIssue({
+            code: 'custom',
+            path: ['approvers', index, field],
+            message: `the same ${field} as approvers[${earlier}]; ${why[field]}`,
+          });
+        }
+      });
+    }
   });
 export type ApproversFile = z.infer<typeof approversFileSchema>;
 

@@ -64,6 +64,18 @@ function watchedClient(
   });
 }
 
+/** Waits until `count` decisions have reached the server (the worker is stopped meanwhile). */
+const signalsArrived = (handle: WorkflowHandle, count: number) =>
+  waitFor(
+    async () => {
+      const events = (await handle.fetchHistory()).events ?? [];
+      return events.filter((event) => event.workflowExecutionSignaledEventAttributes).length === count
+        ? true
+        : undefined;
+    },
+    { what: `${count} decision(s) to reach the server` },
+  );
+
 describe('the five gates against a real dev server', () => {
   let harness: Harness;
   beforeAll(async () => {
@@ -451,23 +463,13 @@ describe('the five gates against a real dev server', () => {
       let second: ReturnType<ToolgateClient['approve']> | undefined;
       try {
         first = harness.client.approve(started.callId, { approver: 'alice', runId: started.runId });
-        await waitFor(
-          async () =>
-            ((await handle.fetchHistory()).events ?? []).some(
-              (event) => event.workflowExecutionSignaledEventAttributes,
-            ) || undefined,
-        );
+        await signalsArrived(handle, 1);
         second = harness.client.approve(started.callId, {
           approver: 'bob',
           roles: ['finance'],
           runId: started.runId,
         });
-        await waitFor(
-          async () =>
-            ((await handle.fetchHistory()).events ?? []).filter(
-              (event) => event.workflowExecutionSignaledEventAttributes,
-            ).length === 2 || undefined,
-        );
+        await signalsArrived(handle, 2);
       } finally {
         await harness.startWorker();
       }
@@ -786,18 +788,6 @@ describe('approval expiry with decisions queued', () => {
     expect(Number.isFinite(expiresAt)).toBe(true);
     return { started, expiresAt, handle: harness.temporal.workflow.getHandle(started.callId) };
   };
-  /** Waits until `count` decisions have reached the server (the worker is stopped meanwhile). */
-  const signalsArrived = (handle: WorkflowHandle, count: number) =>
-    waitFor(
-      async () => {
-        const events = (await handle.fetchHistory()).events ?? [];
-        return events.filter((event) => event.workflowExecutionSignaledEventAttributes).length === count
-          ? true
-          : undefined;
-      },
-      { what: `${count} decision(s) to reach the server` },
-    );
-
   it('still checks a valid decision queued behind a forged one when checking that ran past the expiry', async () => {
     const { started, expiresAt, handle } = await startWaiting('t-queued-at-expiry');
     // With the worker stopped, a forged decision and then a valid one arrive before the expiry,
