@@ -1,6 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { type FileHandle, link, lstat, mkdir, open, readlink, realpath, rm, stat } from 'node:fs/promises';
+import {
+  type FileHandle,
+  link,
+  lstat,
+  mkdir,
+  open,
+  readlink,
+  realpath,
+  rm,
+  rmdir,
+  stat,
+} from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { relativePathProblem } from '../../src/contracts/sandboxed-path.ts';
 import { ToolDenied, ToolError } from '../tool-implementation.ts';
@@ -35,8 +46,9 @@ export interface SandboxOptions {
  * system right before the side effect.
  *
  * Residual risk, documented in docs/security.md: Node has no `openat`, so a folder swapped for a
- * symlink can briefly receive an empty temporary file; the swap is detected and nothing with
- * content is ever linked or left outside through the checked path.
+ * symlink can briefly receive an empty temporary file, or one empty folder from a mkdir; the swap
+ * is detected, the folder is removed, and nothing with content is ever linked or left outside
+ * through the checked path.
  */
 export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandbox {
   let realBasePromise: Promise<string> | undefined;
@@ -62,8 +74,9 @@ export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandb
       current = join(current, part);
       const info = await lstat(current).catch((error: NodeJS.ErrnoException) => {
         if (error.code === 'ENOENT') return undefined;
-        // ENOTDIR and the like: a file where a folder should be. Nothing was touched yet.
-        throw new ToolDenied('Path refused: a part of the path is not a folder.');
+        // A name too long or a folder that may not be searched says so; ENOTDIR and the rest are a
+        // file where a folder should be. Nothing was touched yet.
+        throw fileSystemRefusal(error) ?? notAFolder();
       });
       if (!info) break;
       if (info.isSymbolicLink()) throw new ToolDenied('Path refused: it passes through a symbolic link.');
@@ -93,6 +106,43 @@ export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandb
 
   async function stillReal(directory: string): Promise<boolean> {
     return (await realpath(directory).catch(() => '')) === directory;
+  }
+
+  /**
+   * Creates the missing folders down to `directory` one level at a time. A recursive mkdir would
+   * follow a folder swapped for a symlink on the way and create empty folders outside the sandbox;
+   * here each folder, new or existing, must be a real folder still inside the sandbox (its realpath
+   * is its own path) before anything is created below it. On a refusal, the folders this call
+   * created are removed again, deepest first, and only if empty.
+   */
+  async function createFolders(directory: string): Promise<void> {
+    const root = await realBase();
+    const parts = relative(root, directory)
+      .split(sep)
+      .filter((part) => part !== '');
+    const created: string[] = [];
+    let current = root;
+    try {
+      for (const part of parts) {
+        current = join(current, part);
+        const made = await mkdir(current).then(
+          () => true,
+          (error: NodeJS.ErrnoException) => {
+            if (error.code === 'EEXIST') return false;
+            if (error.code === 'ENOENT' || error.code === 'ELOOP') throw foldersChanged();
+            throw fileSystemRefusal(error) ?? notAFolder();
+          },
+        );
+        if (made) created.push(current);
+        const info = await lstat(current).catch(() => undefined);
+        if (!info || info.isSymbolicLink()) throw foldersChanged();
+        if (!info.isDirectory()) throw notAFolder();
+        if (!(await stillReal(current))) throw foldersChanged();
+      }
+    } catch (error) {
+      for (const folder of created.reverse()) await rmdir(folder).catch(() => undefined);
+      throw error;
+    }
   }
 
   /**
@@ -126,9 +176,8 @@ export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandb
       ).catch((error: NodeJS.ErrnoException) => {
         if (error.code === 'ELOOP') throw new ToolDenied('Path refused: it is a symbolic link.');
         if (error.code === 'ENOENT') throw new ToolDenied('No such file in the sandbox.');
-        if (error.code === 'ENOTDIR')
-          throw new ToolDenied('Path refused: a part of the path is not a folder.');
-        throw error;
+        if (error.code === 'ENOTDIR') throw notAFolder();
+        throw fileSystemRefusal(error) ?? error;
       });
       try {
         // Checked before a byte is read: a swap after the check must not read a file elsewhere.
@@ -149,10 +198,9 @@ export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandb
     async writeNewFile(relativePath, content, writeOptions = {}) {
       const target = await resolve(relativePath);
       const directory = dirname(target);
-      await mkdir(directory, { recursive: true }).catch(() => {
-        throw new ToolDenied('Path refused: a part of the path is not a folder.');
-      });
-      // Re-check after mkdir: mkdir follows symlinks, so a folder swapped meanwhile is caught here.
+      await createFolders(directory);
+      // Checked again right before the open; this also covers a file directly in the sandbox, where
+      // createFolders walked no folder.
       if (!(await stillReal(directory))) throw folderChanged();
       await options.beforeOpenForTests?.(directory);
       const temporary = join(directory, `.tg-${randomUUID()}.tmp`);
@@ -161,8 +209,8 @@ export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandb
         temporary,
         constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
         0o640,
-      ).catch(() => {
-        throw folderChanged();
+      ).catch((error: NodeJS.ErrnoException) => {
+        throw fileSystemRefusal(error) ?? folderChanged();
       });
       // The file just opened must be the one at the checked place: reached through a folder that is
       // still real, before and after looking it up. Checked before any content is written.
@@ -210,4 +258,38 @@ export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandb
 
 function folderChanged(): ToolDenied {
   return new ToolDenied('Path refused: the folder changed while the file was being written.');
+}
+
+function foldersChanged(): ToolDenied {
+  return new ToolDenied(
+    'Path refused: a folder on the path became a symbolic link or led outside the sandbox while the ' +
+      'folders were being created. Nothing was written.',
+  );
+}
+
+function notAFolder(): ToolDenied {
+  return new ToolDenied('Path refused: a part of the path is not a folder.');
+}
+
+/**
+ * The refusal for a file-system error the caller can act on (a name too long, a permission missing),
+ * or undefined, so each call site keeps its own message for the rest. Nothing names the path: the
+ * message goes to the model.
+ */
+function fileSystemRefusal(error: NodeJS.ErrnoException): ToolDenied | undefined {
+  switch (error.code) {
+    case 'ENAMETOOLONG':
+      return new ToolDenied(
+        'Path refused: the path or a name in it is too long for the file system. Use shorter names ' +
+          '(each part at most 255 bytes) and fewer folders.',
+      );
+    case 'EACCES':
+    case 'EPERM':
+      return new ToolDenied(
+        'Permission denied: the worker may not read or create this path in the sandbox. Choose another ' +
+          'path; if this one is needed, the operator must fix the permissions of the sandbox folder.',
+      );
+    default:
+      return undefined;
+  }
 }

@@ -1,4 +1,8 @@
 import { z } from 'zod';
+import { utf8Length } from './limits.ts';
+
+/** The longest name a file system takes for one part of a path (NAME_MAX on Linux and macOS). */
+const maxPartBytes = 255;
 
 export interface RelativePathRules {
   readonly maxLength?: number;
@@ -16,6 +20,12 @@ export interface RelativePathRules {
 export function relativePathProblem(raw: string, rules: RelativePathRules = {}): string | undefined {
   const maxLength = rules.maxLength ?? 255;
   const maxSegments = rules.maxSegments ?? 16;
+  // A lone surrogate is half of a character: file systems store it as a replacement character or
+  // refuse it, so the name used would differ from the name checked. \p{Surrogate} with the u flag
+  // matches only unpaired halves (String.prototype.isWellFormed, outside the ES2023 typings here).
+  if (/\p{Surrogate}/u.test(raw)) {
+    return 'the path contains a broken character (half of a UTF-16 surrogate pair); send it as valid Unicode text';
+  }
   const path = raw.normalize('NFC');
   if (path.length === 0) return 'the path is empty';
   if (path.length > maxLength) return `the path is longer than ${maxLength} characters`;
@@ -52,6 +62,9 @@ export function relativePathProblem(raw: string, rules: RelativePathRules = {}):
     if (/^\.+$/.test(segment)) return 'the path may not contain parts made only of dots';
     if (segment.endsWith('.') || segment.endsWith(' '))
       return 'a path part may not end with a dot or a space';
+    if (utf8Length(segment) > maxPartBytes) {
+      return `a path part is longer than ${maxPartBytes} bytes in UTF-8; each folder or file name is at most ${maxPartBytes} bytes, so use a shorter name`;
+    }
   }
   return undefined;
 }

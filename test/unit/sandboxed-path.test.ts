@@ -1,12 +1,50 @@
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import {
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { sandboxedPath } from '../../activities/safety/sandbox.ts';
 import { ToolDenied } from '../../activities/tool-implementation.ts';
 import { relativePathProblem, sandboxedRelativePath } from '../../src/contracts/sandboxed-path.ts';
 import { hostilePaths, legitimatePaths } from '../support/hostile-inputs.ts';
+
+/**
+ * A seam in node:fs/promises for what the real file system cannot be made to do on cue: a folder
+ * swapped for a symlink inside a mkdir, or a permission error (these tests may run as root). With no
+ * hook set, every call goes straight through.
+ */
+const fileSystem = vi.hoisted(() => ({
+  before: undefined as undefined | ((call: 'mkdir' | 'lstat', path: string) => Promise<void> | void),
+}));
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('node:fs/promises')>();
+  return {
+    ...actual,
+    mkdir: async (...args: Parameters<typeof actual.mkdir>) => {
+      await fileSystem.before?.('mkdir', String(args[0]));
+      return actual.mkdir(...args);
+    },
+    lstat: async (...args: Parameters<typeof actual.lstat>) => {
+      await fileSystem.before?.('lstat', String(args[0]));
+      return actual.lstat(...args);
+    },
+  };
+});
+
+function fileSystemError(code: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${code}: injected by the test`), { code });
+}
 
 /** Every file below a folder, recursively, as relative paths. */
 async function listFiles(root: string): Promise<string[]> {
@@ -37,6 +75,28 @@ describe('sandboxed path: lexical check', () => {
     // %2e stays literal text and is refused as an encoding, never turned into a dot.
     expect(relativePathProblem('%2e')).toMatch(/percent-encoded/);
   });
+
+  it('refuses a lone UTF-16 surrogate, and accepts a character written as a proper pair', () => {
+    for (const path of ['a\uD800b', 'notes/\uDC00.md', 'report\uD83D', '\uDE00report.md']) {
+      expect(relativePathProblem(path), JSON.stringify(path)).toMatch(/broken character/);
+      const result = sandboxedRelativePath().safeParse(path);
+      expect(result.success).toBe(false);
+      expect(result.error?.issues[0]?.message).toMatch(/^Path refused: .*valid Unicode text\.$/);
+    }
+    expect(relativePathProblem('notes/\uD83D\uDE00.md')).toBeUndefined();
+  });
+
+  it('refuses a path part longer than 255 bytes in UTF-8, though short in characters', () => {
+    // 128 two-byte characters: 128 characters, 256 bytes. The file system would refuse the name.
+    for (const part of ['é'.repeat(128), '日'.repeat(86), '\u{1F600}'.repeat(64)]) {
+      expect(relativePathProblem(`notes/${part}`)).toMatch(/at most 255 bytes/);
+      const result = sandboxedRelativePath().safeParse(part);
+      expect(result.error?.issues[0]?.message).toMatch(/^Path refused: .*at most 255 bytes/);
+    }
+    // Exactly 255 bytes is a name the file system takes.
+    expect(relativePathProblem(`${'é'.repeat(127)}a`)).toBeUndefined();
+    expect(relativePathProblem('a'.repeat(255))).toBeUndefined();
+  });
 });
 
 describe('sandboxed path: execution-time check', () => {
@@ -50,7 +110,10 @@ describe('sandboxed path: execution-time check', () => {
     await mkdir(base, { recursive: true });
     await mkdir(outside, { recursive: true });
   });
-  afterEach(async () => rm(root, { recursive: true, force: true }));
+  afterEach(async () => {
+    fileSystem.before = undefined;
+    await rm(root, { recursive: true, force: true });
+  });
 
   /** A sandbox whose checked folder is swapped for a link to `outside` right before each open. */
   function swappingSandbox() {
@@ -134,6 +197,65 @@ describe('sandboxed path: execution-time check', () => {
     await expect(read).rejects.toBeInstanceOf(ToolDenied);
     await expect(read).rejects.toThrow(/folder changed/);
     expect(swaps()).toBe(1);
+  });
+
+  it('creates folders one level at a time: a folder swapped for a symlink during mkdir creates nothing outside', async () => {
+    const sandbox = sandboxedPath(base);
+    // A link that is there at the check is refused before any folder is made.
+    await symlink(outside, join(base, 'static'));
+    await expect(sandbox.writeNewFile('static/a/b/file.txt', 'x')).rejects.toThrow(/symbolic link/);
+    expect(await readdir(outside, { recursive: true })).toEqual([]);
+    // The attacker's move inside mkdir itself, after every check: `link` becomes a link to outside.
+    await mkdir(join(base, 'link'));
+    // The sandbox works on the real path of its folder, so the hook compares against that.
+    const realBase = await realpath(base);
+    let swapped = 0;
+    fileSystem.before = async (call, path) => {
+      if (call !== 'mkdir' || swapped > 0 || !path.startsWith(join(realBase, 'link/'))) return;
+      await rename(join(base, 'link'), join(base, 'link.moved'));
+      await symlink(outside, join(base, 'link'));
+      swapped++;
+    };
+    const write = sandbox.writeNewFile('link/a/b/file.txt', 'confidential');
+    await expect(write).rejects.toBeInstanceOf(ToolDenied);
+    expect(swapped).toBe(1);
+    // A recursive mkdir followed the link and left outside/a/b; the one folder made through it is
+    // removed again.
+    expect(await readdir(outside, { recursive: true })).toEqual([]);
+    await expect(write).rejects.toThrow(/became a symbolic link or led outside the sandbox/);
+    expect(await readdir(join(base, 'link.moved'))).toEqual([]);
+  });
+
+  it('says a name is too long for the file system, not that a part is not a folder', async () => {
+    // A sandbox whose own path is long: a valid 250-character name takes the whole path past the
+    // file system's limit (4096 bytes on Linux), which only the file system can tell.
+    let longBase = root;
+    while (longBase.length < 3900)
+      longBase = join(longBase, 'd'.repeat(Math.min(200, 3900 - longBase.length)));
+    const sandbox = sandboxedPath(longBase);
+    const write = sandbox.writeNewFile('n'.repeat(250), 'x');
+    await expect(write).rejects.toBeInstanceOf(ToolDenied);
+    await expect(write).rejects.toThrow(/too long for the file system\. Use shorter names/);
+    await expect(sandbox.readFile('n'.repeat(250))).rejects.toThrow(/too long for the file system/);
+    // A single name over 255 bytes never reaches the file system: the lexical check refuses it.
+    await expect(sandboxedPath(base).writeNewFile('é'.repeat(200), 'x')).rejects.toThrow(/at most 255 bytes/);
+  });
+
+  it('says permission is denied, and removes the folders it created before the refusal', async () => {
+    const sandbox = sandboxedPath(base);
+    const realBase = await realpath(base);
+    fileSystem.before = (call, path) => {
+      if (call === 'lstat' && path === join(realBase, 'locked')) throw fileSystemError('EACCES');
+      if (call === 'mkdir' && path === join(realBase, 'p/q/r')) throw fileSystemError('EPERM');
+    };
+    await mkdir(join(base, 'locked'));
+    const read = sandbox.readFile('locked/r.md');
+    await expect(read).rejects.toBeInstanceOf(ToolDenied);
+    await expect(read).rejects.toThrow(/^Permission denied: .*fix the permissions of the sandbox folder/);
+    const write = sandbox.writeNewFile('p/q/r/report.md', 'x');
+    await expect(write).rejects.toThrow(/^Permission denied: .*Choose another path/);
+    // p and p/q were made by this call before r was refused: both are gone again.
+    expect(await readdir(base)).toEqual(['locked']);
   });
 
   it('never overwrites an existing file', async () => {
