@@ -75,6 +75,8 @@ Speed never fails the run; the exit code is 1 when any call of any variant faile
   --repetitions 3            repetitions of the latency phase
   --scale 2                  multiply the calls per block (120/144/144/288 at 1/4/16/64 callers)
   --open-rate 15             arrivals per second of the open-loop condition
+  --open-seconds 24          length of each open-loop block (default 24 s: 360 arrivals at 15/s,
+                             so over 3 repetitions the p99 rests on about 11 calls, not 4)
   --waiting-levels 1000,5000,10000
                              waiting approval-tier calls in the scale phase
   --waiting-cache 100        the worker's workflow cache size in the scale phase
@@ -121,6 +123,7 @@ function parseOptions() {
         'dynamic-config': { type: 'string', multiple: true, default: [] },
         'worker-tuning': { type: 'string', default: '{}' },
         'open-rate': { type: 'string' },
+        'open-seconds': { type: 'string' },
         'waiting-levels': { type: 'string' },
         'output-name': { type: 'string' },
         concurrency: { type: 'string' },
@@ -170,6 +173,7 @@ interface BenchSettings {
   readonly waitingBare: VariantName[];
   readonly scale: number;
   readonly openRate: number | undefined;
+  readonly openSeconds: number | undefined;
   readonly workerTuning: Record<string, unknown>;
   readonly outputName: string | undefined;
   readonly serverExtraArgs: string[];
@@ -263,6 +267,7 @@ function checkOptions(values: ReturnType<typeof parseOptions>): BenchSettings {
     waitingBare: bareVariantsOption(values['waiting-bare']),
     scale: positiveNumber('scale', values.scale) ?? 1,
     openRate: positiveNumber('open-rate', values['open-rate']),
+    openSeconds: positiveNumber('open-seconds', values['open-seconds']),
     workerTuning: workerTuning as Record<string, unknown>,
     outputName,
     serverExtraArgs: [
@@ -295,6 +300,13 @@ try {
  */
 const defaultOperations: Record<number, number> = { 1: 120, 4: 144, 16: 144, 64: 288 };
 
+/**
+ * Length of an open-loop block in a full run. The open loop is the noisiest cell of the p99 line
+ * (round 32: C's three repetitions spread over 1.24-2.24× B), and at 8 s its p99 rested on about 4
+ * calls of 360; 24 s gives 1,080 arrivals over 3 repetitions, about 11 calls above the p99.
+ */
+const defaultOpenSeconds = 24;
+
 function buildConfig(address: string, serverPid: number, dataDir: string): Omit<RunnerConfig, 'mode'> {
   // A quick run smokes every variant, probes included; a measured run leaves probes to --variants.
   const variants =
@@ -312,7 +324,7 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
       operationsPerBlock: { c1: 5, c4: 8 },
       warmupOperations: 4,
       openLoopRatePerSecond: options.openRate ?? 10,
-      openLoopDurationMs: 1_000,
+      openLoopDurationMs: (options.openSeconds ?? 1) * 1_000,
       duplicateHoldMs: 300,
       workerTuning: tuning,
       blockOrder: options.blockOrder,
@@ -348,7 +360,7 @@ function buildConfig(address: string, serverPid: number, dataDir: string): Omit<
     operationsPerBlock,
     warmupOperations: 20,
     openLoopRatePerSecond: options.openRate ?? 15,
-    openLoopDurationMs: 8_000,
+    openLoopDurationMs: (options.openSeconds ?? defaultOpenSeconds) * 1_000,
     duplicateHoldMs: 300,
     workerTuning: tuning,
     blockOrder: options.blockOrder,

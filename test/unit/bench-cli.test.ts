@@ -28,6 +28,7 @@ describe('npm run bench, its options', () => {
       '--seed',
       '--busy-ms',
       '--waiting-bare',
+      '--open-seconds',
     ]) {
       expect(stdout).toContain(option);
     }
@@ -49,6 +50,7 @@ describe('npm run bench, its options', () => {
       ['--waiting-bare', 'B,C'],
       /--waiting-bare: "C" cannot be measured in the waiting phase; use some of B, B-twin, B-idx, or none/,
     ],
+    [['--open-seconds', '0'], /--open-seconds "0" is not a positive number/],
     [['--bogus'], /Unknown option '--bogus'/],
   ])('refuses %j with exit 2 and says what to do', (args, message) => {
     const { status, stderr } = bench(...args);

@@ -161,6 +161,42 @@ describe('the bench target checks', () => {
     expect(targetCheck(twin, 'C p50')).toMatchObject({ holds: true, reads: ['B', 'C', 'B-idx'] });
   });
 
+  it('calls a miss at the floor when C lies no further from a holding B-idx than B-twin lies from B', () => {
+    // B 20 ms, B-idx 21.6 (1.08×, holds), C 22.6 (1.13×, misses): C over B-idx is 1.046.
+    const run = (twinP50?: number) =>
+      targetCheck(
+        [
+          cell('B', 'c1', 20),
+          cell('C', 'c1', 22.6),
+          cell('B-idx', 'c1', 21.6),
+          ...(twinP50 === undefined ? [] : [cell('B-twin', 'c1', twinP50)]),
+        ],
+        'C p50',
+      );
+    // Without an A/A control the run cannot say how far apart two identical variants land: a miss.
+    expect(run()?.outOfReach).toBeUndefined();
+    // B-twin 1.05× B: C lies within the run's A/A spread of its floor (1.046 <= 1.050).
+    const within = run(21);
+    expect(within).toMatchObject({ holds: false });
+    expect(within?.measured).toBe("c1: 1.13× ✗ [B-idx 1.08×] (C over B-idx 1.046 <= B-twin's 1.050)");
+    expect(within?.outOfReach).toContain('A/A spread');
+    // The spread counts either way: B-twin 0.95× B is as far from B as 1.05×.
+    expect(run(19)?.outOfReach).toContain('A/A spread');
+    // B-twin 1.03× B: C lies beyond that spread, so the gates' own cost is a miss.
+    const beyond = run(20.6);
+    expect(beyond?.outOfReach).toBeUndefined();
+    expect(beyond?.measured).toBe('c1: 1.13× ✗ [B-idx 1.08×]');
+    // Throughput is read on its own side: C below B-idx, against B-twin's distance from B.
+    const throughput = (twinP50: number) =>
+      targetCheck(
+        [cell('B', 'c4', 20), cell('C', 'c4', 23), cell('B-idx', 'c4', 22), cell('B-twin', 'c4', twinP50)],
+        'C throughput',
+      );
+    // C 0.87× B, B-idx 0.91× (holds); B-idx over C 1.045.
+    expect(throughput(21)?.outOfReach).toContain('A/A spread');
+    expect(throughput(20.4)?.outOfReach).toBeUndefined();
+  });
+
   it('reads the fastest readonly path only where C-fast was measured, never from C alone', () => {
     // A run of B and C only (say --variants B,C) has C at 1.05×: that is not the fast path missing.
     const withoutFast = [cell('B', 'c1', 20), cell('C', 'c1', 21), cell('B', 'c4', 50), cell('C', 'c4', 52)];
