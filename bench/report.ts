@@ -387,7 +387,6 @@ function waitingFloor(
   };
 }
 
-/** Checks the targets against one run's figures. */
 /**
  * The run's own A/A spread in one cell and metric: how far B-twin (B under a second name) lies from
  * B, either way, as a ratio of at least 1. Undefined in a run without B-twin.
@@ -405,6 +404,7 @@ function twinDistance(
   return Math.max(ratio, 1 / ratio);
 }
 
+/** Checks the targets against one run's figures. */
 export function checkTargets(results: BenchResults): TargetCheck[] {
   const checks: TargetCheck[] = [];
   const cells = results.latency?.cells ?? [];
