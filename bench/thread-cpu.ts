@@ -30,11 +30,21 @@ export function listThreads(): Map<number, string> {
 }
 
 /**
- * The workflow threads a worker started: the "node" threads that appeared while it was created
+ * Names Node gives its own threads: all "node" up to Node 20; from Node 22 on, "MainThread",
+ * "WorkerThread" for worker_threads, and names for V8's and libuv's helpers.
+ */
+const workerThreadNames = new Set(['node', 'WorkerThread']);
+const nodeHelperNames =
+  /^(?:node|MainThread|WorkerThread|V8Worker|DelayedTaskSche|SignalInspector|libuv-worker)/;
+
+/**
+ * The workflow threads a worker started: the worker threads that appeared while it was created
  * (`before` is the listing taken just before). The SDK starts them in `Worker.create`.
  */
 export function newNodeThreads(before: ReadonlyMap<number, string>): number[] {
-  return [...listThreads()].filter(([tid, name]) => name === 'node' && !before.has(tid)).map(([tid]) => tid);
+  return [...listThreads()]
+    .filter(([tid, name]) => workerThreadNames.has(name) && !before.has(tid))
+    .map(([tid]) => tid);
 }
 
 /** Reads every thread's CPU now and sums it by group. */
@@ -54,7 +64,7 @@ export function threadCpuNow(workflowThreads: {
           ? 'toolgateWorkflow'
           : workflowThreads.bare.includes(tid)
             ? 'bareWorkflow'
-            : name === 'node'
+            : nodeHelperNames.test(name)
               ? 'other'
               : 'core';
     sums[group] += ms;

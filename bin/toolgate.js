@@ -1,7 +1,13 @@
 #!/usr/bin/env node
-// Loads the TypeScript CLI through tsx in this same process, so signals reach it directly and the
-// package runs from source without a build step.
-import { register } from 'tsx/esm/api';
+// The toolgate command runs the compiled CLI from dist/ in this same process, so signals reach it
+// directly. A checkout builds dist/ with `npm run build` (npm ci and npm install run it too).
+import { existsSync } from 'node:fs';
 
-register();
-await import('../src/cli/run.ts');
+const entry = new URL('../dist/src/cli/run.js', import.meta.url);
+if (!existsSync(entry)) {
+  process.stderr.write(
+    'toolgate: the compiled CLI (dist/src/cli/run.js) is missing. In a checkout, run `npm run build` (npm ci runs it too).\n',
+  );
+  process.exit(1);
+}
+await import(entry.href);

@@ -1,9 +1,38 @@
-import { exampleCatalog } from '../src/tools/example-contracts.ts';
-import { createToolCallWorkflow } from './tool-call.ts';
-import { createToolUndoWorkflow } from './tool-undo.ts';
+/**
+ * `toolgate/workflow`: code that runs inside Temporal's workflow sandbox. Import it only from a
+ * workflows module (the file a worker's `workflowsPath` names) or from your own workflow code.
+ *
+ * A workflows module exports the `toolCall` workflow built over your catalog, and `toolUndo` if any
+ * tool is reversible:
+ *
+ * ```ts
+ * import { createToolCallWorkflow, createToolUndoWorkflow } from 'toolgate/workflow';
+ * import { catalog } from './contracts.js';
+ *
+ * export const toolCall = createToolCallWorkflow(catalog);
+ * export const toolUndo = createToolUndoWorkflow(catalog);
+ * ```
+ *
+ * An agent written as a workflow runs each tool call as a child `toolCall` workflow with
+ * `callToolAsChild(request, context, { catalog })`: the same gates, key and record as the client's
+ * `call()`.
+ */
 
-/** The default workflows module: the toolCall workflow over the example catalog. */
-export const toolCall = createToolCallWorkflow(exampleCatalog);
-
-/** The undo of a succeeded reversible call: runs its compensation once. */
-export const toolUndo = createToolUndoWorkflow(exampleCatalog);
+export type {
+  ChildCallDisposition,
+  ChildCallOptions,
+  ChildCallOutcome,
+  ChildCallRequest,
+  ChildToolCall,
+} from './child-call.ts';
+export {
+  callToolAsChild,
+  childRefusesLongToolNamePatch,
+  duplicateCallFailureType,
+  startToolCallChild,
+} from './child-call.ts';
+export { decisionSignal, recordQuery } from './messages.ts';
+export type { ToolCallRequest, ToolCallWorkflowOptions } from './tool-call.ts';
+export { createToolCallWorkflow, decisionsQueuedAtExpiryPatch } from './tool-call.ts';
+export type { ToolUndoRequest, ToolUndoResult } from './tool-undo.ts';
+export { createToolUndoWorkflow } from './tool-undo.ts';

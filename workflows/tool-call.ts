@@ -26,7 +26,12 @@ import type {
 } from '../src/contracts/activity-types.ts';
 import { ToolFailureType } from '../src/contracts/activity-types.ts';
 import type { DecisionClaims } from '../src/contracts/approval.ts';
-import type { CallEffect, CallRecord, CallStatus } from '../src/contracts/call-record.ts';
+import {
+  type CallEffect,
+  type CallRecord,
+  type CallStatus,
+  releasedFailureType,
+} from '../src/contracts/call-record.ts';
 import { checkArguments, previewOf } from '../src/contracts/check-arguments.ts';
 import { lookupTool, type ToolCatalog, type ToolContract } from '../src/contracts/define-tool.ts';
 import { callFingerprint } from '../src/contracts/fingerprint.ts';
@@ -42,9 +47,6 @@ import { type SideEffectTier, tierIsRetrySafe, tierRequiresKey } from '../src/co
 import { decisionSignal, recordQuery } from './messages.ts';
 
 export type { ToolCallRequest };
-
-/** The type of the failure a workflow closes with when it releases its key (see DESIGN §4). */
-export const releasedFailureType = 'ToolCallReleased';
 
 export interface ToolCallWorkflowOptions {
   readonly limits?: PayloadLimits;

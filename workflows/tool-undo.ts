@@ -1,38 +1,9 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { ToolFailureDetails, ToolgateActivities } from '../src/contracts/activity-types.ts';
-import type { CallContext } from '../src/contracts/call-record.ts';
 import { lookupTool, type ToolCatalog } from '../src/contracts/define-tool.ts';
+import { type ToolUndoRequest, type ToolUndoResult, undoFailedType } from '../src/contracts/undo.ts';
 
-/** What an operator's undo asks for: the succeeded call's identity, input and output. */
-export interface ToolUndoRequest {
-  /** The call being undone; the undo's own workflow ID is `${callId}/undo`. */
-  readonly callId: string;
-  readonly runId: string;
-  readonly tool: string;
-  readonly input: unknown;
-  readonly output: unknown;
-  readonly key?: string;
-  readonly context: CallContext;
-  readonly operator: string;
-}
-
-/** The outcome of an undo, merged into the call record's `undo` field by the operations client. */
-export interface ToolUndoResult {
-  readonly callId: string;
-  readonly runId: string;
-  readonly compensation: string;
-  readonly operator: string;
-  readonly status: 'succeeded';
-  readonly at: string;
-  readonly output: unknown;
-  readonly attempts: number;
-}
-
-/** The type of the failure an undo closes with when its compensation could not run. */
-export const undoFailedType = 'ToolUndoFailed';
-
-/** The suffix that turns a call ID into the ID of its undo. */
-export const undoIdSuffix = '/undo';
+export type { ToolUndoRequest, ToolUndoResult };
 
 /**
  * Builds the `toolUndo` workflow. It runs a reversible tool's compensation once. The operations

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector, request } from 'undici';
 import { type ParsedSafeUrl, parseSafeUrl, type SafeUrlRules } from '../../src/contracts/safe-url.ts';
-import { untilAborted } from '../../src/until-aborted.ts';
+import { untilAborted } from '../../src/support/until-aborted.ts';
 import { ToolDenied, ToolError } from '../tool-implementation.ts';
 
 /** Options for {@link safeUrl}: the lexical rules plus the execution-time bounds. */

@@ -1,3 +1,19 @@
+/**
+ * `toolgate/ai-sdk`: the contracts as Vercel AI SDK tools, each `execute` sent through toolgate's
+ * gates. Needs the `ai` package (an optional peer dependency of toolgate).
+ *
+ * ```ts
+ * import { generateText } from 'ai';
+ * import { toolgateAiTools } from 'toolgate/ai-sdk';
+ *
+ * const tools = toolgateAiTools({
+ *   client: toolgate,
+ *   catalog,
+ *   context: { tenant: 'acme', principal: 'support-agent', principalKind: 'agent' },
+ * });
+ * const result = await generateText({ model, tools, prompt: 'Refund order ord_123.' });
+ * ```
+ */
 import { jsonSchema, type Tool, tool } from 'ai';
 import type { ToolCatalog, ToolContract } from '../contracts/define-tool.ts';
 import {

@@ -1,15 +1,16 @@
 /**
  * Agent adapters: tool definitions for models, tool_use → tool_result for Anthropic and OpenAI, an
- * MCP server, bounded parallel calls, and the lookup activity for agents written as workflows. The AI SDK
- * adapter is exported from `./ai-sdk.ts` on its own, so only its users load `ai`.
+ * MCP server and bounded parallel calls. The AI SDK adapter is its own entry (`toolgate/ai-sdk`), so
+ * only its users load `ai`; the lookup activity for agents written as workflows is a worker's
+ * (`toolgate/worker`).
  */
+
 export type {
   AnthropicAssistantMessage,
   AnthropicToolResultMessage,
   AnthropicTurnResult,
 } from './anthropic.ts';
 export { answerAnthropicToolUse, anthropicToolCalls, anthropicToolResultMessage } from './anthropic.ts';
-export { createToolCallLookupActivities } from './lookup-activities.ts';
 export type {
   McpLogEvent,
   McpProtocolVersion,

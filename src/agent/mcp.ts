@@ -1,7 +1,7 @@
-import packageJson from '../../package.json' with { type: 'json' };
 import type { ToolgateClient } from '../client/toolgate-client.ts';
 import { createCatalog, lookupTool, type ToolCatalog, type ToolContract } from '../contracts/define-tool.ts';
-import { untilAborted } from '../until-aborted.ts';
+import { toolgateVersion } from '../support/package-version.ts';
+import { untilAborted } from '../support/until-aborted.ts';
 import { modelErrorText } from './model-messages.ts';
 import {
   concurrencyLimit,
@@ -329,7 +329,7 @@ export function serveMcp(options: McpServerOptions): McpServer {
           result: {
             protocolVersion,
             capabilities: { tools: { listChanged: false } },
-            serverInfo: { name: 'toolgate', version: packageJson.version },
+            serverInfo: { name: 'toolgate', version: toolgateVersion },
             instructions: options.instructions ?? defaultInstructions,
           },
         };

@@ -11,7 +11,7 @@ import {
 } from '../client/connection-settings.ts';
 import { ToolgateOperations } from '../client/operations.ts';
 import { ToolgateClient } from '../client/toolgate-client.ts';
-import { exampleCatalog } from '../tools/example-contracts.ts';
+import type { ToolCatalog } from '../contracts/define-tool.ts';
 
 /** What `toolgate dev` writes to `<dataDir>/endpoint.json`, so other commands find the server. */
 export interface EndpointFile {
@@ -165,7 +165,7 @@ export interface CliSession {
  */
 export async function openSession(
   flags: ConnectionFlags,
-  options: { signer?: boolean; env?: NodeJS.ProcessEnv } = {},
+  options: { catalog: ToolCatalog; signer?: boolean; env?: NodeJS.ProcessEnv },
 ): Promise<CliSession> {
   const endpoint = await resolveEndpoint(flags, options.env);
   let signer: ReturnType<typeof createApprovalSigner> | undefined;
@@ -194,7 +194,7 @@ export async function openSession(
   const client = new ToolgateClient({
     client: temporal,
     taskQueue: endpoint.taskQueue,
-    catalog: exampleCatalog,
+    catalog: options.catalog,
     ...(signer ? { signer } : {}),
     // Any other value is refused by the client, with what to do.
     ...(flags.gateProtocol !== undefined ? { gateProtocol: Number(flags.gateProtocol) as 2 | 3 } : {}),
@@ -202,7 +202,7 @@ export async function openSession(
   return {
     endpoint,
     client,
-    operations: new ToolgateOperations({ client, catalog: exampleCatalog }),
+    operations: new ToolgateOperations({ client, catalog: options.catalog }),
     close: () => connection.close(),
   };
 }

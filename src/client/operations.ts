@@ -4,11 +4,11 @@ import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
 } from '@temporalio/client';
-import { type ToolUndoRequest, type ToolUndoResult, undoIdSuffix } from '../../workflows/tool-undo.ts';
 import type { CallEffect, CallRecord, CallStatus, ReplayInfo, UndoInfo } from '../contracts/call-record.ts';
 import { lookupTool, type ToolCatalog } from '../contracts/define-tool.ts';
 import { searchAttributeKeys } from '../contracts/search-attributes.ts';
 import { type SideEffectTier, tierIsRetrySafe } from '../contracts/tier.ts';
+import { type ToolUndoRequest, type ToolUndoResult, undoIdSuffix } from '../contracts/undo.ts';
 import type { StartedCall, ToolgateClient } from './toolgate-client.ts';
 import { undoInfoFromFailure, undoInfoFromResult, withUndo } from './undo-info.ts';
 

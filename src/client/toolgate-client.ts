@@ -18,7 +18,6 @@ import {
 } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { optionalTsToMs } from '@temporalio/common/lib/time.js';
 import { decisionSignal, recordQuery } from '../../workflows/messages.ts';
-import { releasedFailureType } from '../../workflows/tool-call.ts';
 import type { DecisionClaims, SignedDecision } from '../contracts/approval.ts';
 import { namePattern } from '../contracts/call-id.ts';
 import {
@@ -26,6 +25,7 @@ import {
   type CallRecord,
   isTerminalStatus,
   type ReplayInfo,
+  releasedFailureType,
 } from '../contracts/call-record.ts';
 import { checkCatalogSchemas, type ToolCatalog } from '../contracts/define-tool.ts';
 import { defaultPayloadLimits, type PayloadLimits } from '../contracts/limits.ts';

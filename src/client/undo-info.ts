@@ -1,7 +1,7 @@
 import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
-import { type ToolUndoResult, undoFailedType, undoIdSuffix } from '../../workflows/tool-undo.ts';
 import type { CallRecord, UndoInfo } from '../contracts/call-record.ts';
+import { type ToolUndoResult, undoFailedType, undoIdSuffix } from '../contracts/undo.ts';
 
 /**
  * The undo of one run of a call, read from its `<callId>/undo` workflow: undefined when there is

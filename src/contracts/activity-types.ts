@@ -1,5 +1,5 @@
 import type { DecisionVerdict } from './approval.ts';
-import type { CallContext, CallEffect } from './call-record.ts';
+import type { CallContext, CallEffect, CallRecord } from './call-record.ts';
 import type { SideEffectTier } from './tier.ts';
 
 /**
@@ -141,4 +141,21 @@ export interface ToolFailureDetails {
    */
   readonly admission?: boolean;
   readonly retryAfterSeconds?: number;
+}
+
+/** What the `lookupToolCall` local activity reports about an existing call. */
+export interface ToolCallLookup {
+  /** `released` means the latest run closed as Failed, so its key is free again. */
+  readonly state: 'running' | 'completed' | 'released' | 'not_found';
+  readonly fingerprint?: string;
+  /** The stored record, for a closed call. */
+  readonly record?: CallRecord;
+  /** The run described. Absent from lookups recorded before runs were pinned. */
+  readonly runId?: string;
+}
+
+/** The activity a worker registers for agent workflows; see `createToolCallLookupActivities`. */
+export interface ToolCallLookupActivities {
+  /** Describes the call's latest run, or the given run when `runId` is set. */
+  lookupToolCall(request: { readonly callId: string; readonly runId?: string }): Promise<ToolCallLookup>;
 }

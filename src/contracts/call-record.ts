@@ -137,3 +137,10 @@ export interface CallRecord {
   /** Seconds the caller should wait before trying again, for RATE_LIMITED. */
   retryAfterSeconds?: number;
 }
+
+/**
+ * The type of the failure a toolCall workflow closes with when it releases its key: closing as
+ * Failed lets `ALLOW_DUPLICATE_FAILED_ONLY` start a new run under the same ID (docs/design.md,
+ * "Idempotency"). The failure's first detail is the call record.
+ */
+export const releasedFailureType = 'ToolCallReleased';

@@ -1,4 +1,3 @@
-import { fileURLToPath } from 'node:url';
 import {
   type BundleOptions,
   bundleWorkflowCode,
@@ -11,15 +10,15 @@ import type { ToolgateActivities } from '../contracts/activity-types.ts';
 import { keepModernSyntax } from './bundle-syntax.ts';
 import { sharedLibrariesBundlerOptions } from './shared-libraries.ts';
 
-/** The default workflows module: the toolCall workflow over the example catalog. */
-export const defaultWorkflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
-
 export interface CreateWorkerOptions {
   readonly connection: NativeConnection;
   readonly namespace?: string;
   readonly taskQueue?: string;
   readonly activities: ToolgateActivities;
-  /** A module exporting `toolCall = createToolCallWorkflow(yourCatalog)`. */
+  /**
+   * A module exporting `toolCall = createToolCallWorkflow(yourCatalog)` (and `toolUndo`, for
+   * reversible tools). Give this or `workflowBundle`.
+   */
   readonly workflowsPath?: string;
   /** A prebuilt bundle (see `bundleToolgateWorkflows`), to skip bundling on every start. */
   readonly workflowBundle?: { readonly code: string };
@@ -49,7 +48,7 @@ export interface CreateWorkerOptions {
 
 /** Bundles the workflows once; pass the result to several workers or test runs. */
 export async function bundleToolgateWorkflows(
-  workflowsPath = defaultWorkflowsPath,
+  workflowsPath: string,
   options: { shareLibraries?: boolean } = {},
 ): Promise<{ code: string }> {
   const bundle = await bundleWorkflowCode({
@@ -81,6 +80,11 @@ export function toolgateBundlerOptions(
  * is how toolgate scales: Temporal spreads the calls.
  */
 export async function createWorker(options: CreateWorkerOptions): Promise<Worker> {
+  if (!options.workflowBundle && !options.workflowsPath) {
+    throw new TypeError(
+      'createWorker needs workflowsPath (a module that exports toolCall = createToolCallWorkflow(catalog)) or a workflowBundle.',
+    );
+  }
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace ?? 'default',
@@ -88,7 +92,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
     ...(options.workflowBundle
       ? { workflowBundle: options.workflowBundle }
       : {
-          workflowsPath: options.workflowsPath ?? defaultWorkflowsPath,
+          workflowsPath: options.workflowsPath,
           bundlerOptions: toolgateBundlerOptions(options.shareLibraries),
         }),
     activities: options.activities as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>,

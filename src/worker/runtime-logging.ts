@@ -1,5 +1,5 @@
 import { DefaultLogger, type LogLevel, type LogMetadata, Runtime } from '@temporalio/worker';
-import { releasedFailureType } from '../../workflows/tool-call.ts';
+import { releasedFailureType } from '../contracts/call-record.ts';
 
 let installed = false;
 

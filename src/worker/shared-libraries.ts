@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import type { BundleOptions } from '@temporalio/worker';
+import { modulePath } from '../support/module-path.ts';
 
 /**
  * Bundler options that load zod, the hash and toolgate's own workflow code once per workflow thread
@@ -14,7 +15,7 @@ import type { BundleOptions } from '@temporalio/worker';
  */
 export function sharedLibrariesBundlerOptions(): Pick<BundleOptions, 'preloadModules' | 'webpackConfigHook'> {
   return {
-    preloadModules: [sharedLibrariesModule, toolCallModule, toolUndoModule],
+    preloadModules: [sharedLibrariesModule, workflowEntryModule],
     webpackConfigHook: (config) => ({
       ...config,
       module: {
@@ -25,10 +26,11 @@ export function sharedLibrariesBundlerOptions(): Pick<BundleOptions, 'preloadMod
   };
 }
 
-const workflowModule = (name: string) => fileURLToPath(new URL(`../../workflows/${name}`, import.meta.url));
-const sharedLibrariesModule = workflowModule('shared-libraries.ts');
-/** Pure code and constants (the gates, contracts helpers, reason codes, message definitions). */
-const toolCallModule = workflowModule('tool-call.ts');
-const toolUndoModule = workflowModule('tool-undo.ts');
+const sharedLibrariesModule = modulePath('../../workflows/shared-libraries', import.meta.url);
+/**
+ * The `toolgate/workflow` entry and all it imports: pure code and constants (the gates, the child
+ * call, contracts helpers, reason codes, message definitions).
+ */
+const workflowEntryModule = modulePath('../../workflows/index', import.meta.url);
 const frozenRegexLoader = fileURLToPath(new URL('./frozen-regex-loader.cjs', import.meta.url));
 const zodFile = /[\\/]node_modules[\\/]zod[\\/].*\.c?js$/;

@@ -2,10 +2,10 @@ import { copyFile, mkdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exampleCatalog } from '../../examples/contracts.ts';
 import { ToolgateOperations } from '../../src/client/operations.ts';
 import { approversFilePath, loadOrCreateApproverDirectory } from '../../src/inbox/approver-tokens.ts';
 import { type RunningInbox, startInbox } from '../../src/inbox/inbox-app.ts';
-import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
 

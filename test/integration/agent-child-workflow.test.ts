@@ -6,22 +6,18 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import {
-  createExampleActivities,
-  createExampleTools,
-  type ExampleTools,
-} from '../../activities/tools/example-tools.ts';
-import { createToolCallLookupActivities } from '../../src/agent/lookup-activities.ts';
+import { createToolCallLookupActivities } from '../../activities/lookup-tool-call.ts';
+import { exampleCatalog } from '../../examples/contracts.ts';
+import { createExampleActivities, createExampleTools, type ExampleTools } from '../../examples/tools.ts';
 import { createApprovalSigner, loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
 import { type CallRequest, ToolgateClient } from '../../src/client/toolgate-client.ts';
 import type { CallContext } from '../../src/contracts/call-record.ts';
-import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import { bundleToolgateWorkflows, createWorker } from '../../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
-import type { ChildCallOptions, ChildCallOutcome } from '../../src/workflow.ts';
+import type { ChildCallOptions, ChildCallOutcome } from '../../workflows/child-call.ts';
 
 const agent: CallContext = { tenant: 'acme', principal: 'agent-7', principalKind: 'agent' };
-const workflowsPath = fileURLToPath(new URL('../../src/agent/example/workflows.ts', import.meta.url));
+const workflowsPath = fileURLToPath(new URL('../../examples/agent/workflows.ts', import.meta.url));
 
 describe('tool calls as child workflows (toolgate/workflow)', () => {
   let connection: Connection;

@@ -2,9 +2,9 @@ import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { exampleCatalog } from '../../examples/contracts.ts';
 import { awaitPendingCall, runOneToolCall } from '../../src/agent/run-tool-calls.ts';
 import { NoWorkerAnsweredError } from '../../src/client/toolgate-client.ts';
-import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -1,8 +1,8 @@
 import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { exampleCatalog } from '../../examples/contracts.ts';
 import { ClusterNotReadyError, ToolgateClient } from '../../src/client/toolgate-client.ts';
-import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import { createCliRunner } from '../support/cli-runner.ts';
 import { agent } from '../support/harness.ts';
 

@@ -6,7 +6,7 @@ const run = promisify(execFile);
 
 describe('npm run demo', () => {
   it('ends every case as expected and says so in its summary', async () => {
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/demo/main.ts', '--json'], {
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'examples/demo.ts', '--json'], {
       timeout: 120_000,
       env: { ...process.env, TEMPORAL_ADDRESS: '' },
     });

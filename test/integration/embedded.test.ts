@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { exampleToolSet } from '../../examples/tool-set.ts';
 import type { CallContext } from '../../src/contracts/call-record.ts';
-import { startEmbedded } from '../../src/embedded.ts';
+import { startEmbedded } from '../../src/dev/embedded.ts';
 import { isProcessRunning, spawnScript } from '../support/child-processes.ts';
 
 const agent: CallContext = { tenant: 'embedded', principal: 'agent-1', principalKind: 'agent' };
@@ -28,6 +29,7 @@ describe('the embedded default (what npm start runs)', () => {
   it('moves to a free port when the preferred one is busy, and keeps state across a restart', async () => {
     const env = { ...process.env, TEMPORAL_ADDRESS: '', TEMPORAL_PROFILE: '', TEMPORAL_CONFIG_FILE: '' };
     const first = await startEmbedded({
+      tools: exampleToolSet,
       dataDir,
       env,
       grpcPort: busyPort,
@@ -53,6 +55,7 @@ describe('the embedded default (what npm start runs)', () => {
     expect(() => process.kill(serverPid, 0)).toThrow();
 
     const second = await startEmbedded({
+      tools: exampleToolSet,
       dataDir,
       env,
       grpcPort: 0,
@@ -77,6 +80,7 @@ describe('the embedded default (what npm start runs)', () => {
     const address = inject('temporalAddress');
     const lines: string[] = [];
     const joined = await startEmbedded({
+      tools: exampleToolSet,
       dataDir: join(dataDir, 'joined'),
       env: { ...process.env, TEMPORAL_ADDRESS: address },
       taskQueue: `embedded-join-${Date.now()}`,

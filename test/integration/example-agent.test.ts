@@ -6,7 +6,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 
 describe('npm run example:agent', () => {
   it('finishes after a worker crash and an approval, with the approval-tier call run exactly once', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/agent/example/run-example-agent.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'examples/agent/run-example-agent.ts'], {
       cwd: root,
       // The shared test server, so the example does not start a second one.
       env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), ANTHROPIC_API_KEY: '' },

@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { exampleAllowlist } from '../../examples/contracts.ts';
 import type { ToolgateClient } from '../../src/client/toolgate-client.ts';
-import { exampleAllowlist } from '../../src/tools/example-contracts.ts';
 import { type CatalogWorker, startCatalogWorker } from '../support/catalog-worker.ts';
 import { fastPathCatalog } from '../support/fast-path-catalog.ts';
 import { createFastPathActivities, firstAttemptFails } from '../support/fast-path-tools.ts';

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exampleCatalog } from '../../examples/contracts.ts';
 import { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import { callFingerprint } from '../../src/contracts/fingerprint.ts';
 import { currentGatesProtocol, leanGatesProtocol } from '../../src/contracts/prepare-call.ts';
 import { searchAttributeKeys } from '../../src/contracts/search-attributes.ts';
-import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import type { ToolCallRequest } from '../../workflows/tool-call.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { eventTypes as historyEventTypes, scheduledActivityTypes } from '../support/history.ts';

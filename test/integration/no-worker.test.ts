@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { exampleCatalog } from '../../examples/contracts.ts';
 import { NoWorkerAnsweredError, ToolgateClient } from '../../src/client/toolgate-client.ts';
-import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import { createCliRunner } from '../support/cli-runner.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 

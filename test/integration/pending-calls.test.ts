@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exampleCatalog } from '../../examples/contracts.ts';
 import { answerAnthropicToolUse } from '../../src/agent/anthropic.ts';
 import { awaitPendingCall } from '../../src/agent/run-tool-calls.ts';
-import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 
 const transferInput = (reference: string, amountCents: number) => ({

@@ -1,11 +1,11 @@
 import { generateKeyPairSync } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exampleAllowlist, exampleCatalog } from '../../examples/contracts.ts';
 import { createApprovalSigner, decisionClaims } from '../../src/client/approval-signer.ts';
 import type { CallRecord } from '../../src/contracts/call-record.ts';
 import { lookupTool } from '../../src/contracts/define-tool.ts';
 import { checkInputLimits } from '../../src/contracts/limits.ts';
-import { exampleAllowlist, exampleCatalog } from '../../src/tools/example-contracts.ts';
 import { decisionSignal } from '../../workflows/messages.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { hostilePaths, hostileUrls, legitimatePaths } from '../support/hostile-inputs.ts';

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createActivities } from '../../activities/create-activities.ts';
-import { createExampleActivities } from '../../activities/tools/example-tools.ts';
+import { createExampleActivities } from '../../examples/tools.ts';
 import { loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
 import type { ToolgateActivities } from '../../src/contracts/activity-types.ts';
 import { bundleToolgateWorkflows, createWorker } from '../../src/worker/create-worker.ts';

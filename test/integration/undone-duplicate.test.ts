@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exampleCatalog } from '../../examples/contracts.ts';
 import { runOneToolCall } from '../../src/agent/run-tool-calls.ts';
 import { ToolgateOperations } from '../../src/client/operations.ts';
-import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
 

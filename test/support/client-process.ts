@@ -3,8 +3,8 @@
  * fault test can SIGKILL it between start() and result().
  */
 import { Client, Connection } from '@temporalio/client';
+import { exampleCatalog } from '../../examples/contracts.ts';
 import { ToolgateClient } from '../../src/client/toolgate-client.ts';
-import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 
 const options = JSON.parse(process.argv[2] ?? '{}');
 const connection = await Connection.connect({ address: options.address });

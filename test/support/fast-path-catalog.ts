@@ -4,8 +4,9 @@
  * path's gates and histories are tested with this one. Workflow-safe: ./workflows/fast-path.ts
  * builds on it.
  */
+
+import { exampleContracts, readConfig } from '../../examples/contracts.ts';
 import { createCatalog, defineTool } from '../../src/contracts/define-tool.ts';
-import { exampleContracts, readConfig } from '../../src/tools/example-contracts.ts';
 
 export const readConfigFast = defineTool({
   ...readConfig,

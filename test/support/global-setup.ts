@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { exampleToolSet } from '../../examples/tool-set.ts';
 import { type DevServer, findTemporalCli, startDevServer } from '../../src/dev/index.ts';
 import { bundleToolgateWorkflows } from '../../src/worker/create-worker.ts';
 
@@ -32,7 +33,7 @@ export async function setup(project: TestProject): Promise<void> {
     uiPort: 0,
     headless: true,
   });
-  const bundle = await bundleToolgateWorkflows();
+  const bundle = await bundleToolgateWorkflows(exampleToolSet.workflowsPath);
   project.provide('temporalAddress', server.address);
   project.provide('temporalCliPath', cli.path);
   project.provide('workflowBundle', bundle.code);

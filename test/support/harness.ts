@@ -6,12 +6,13 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import type { CreateActivitiesOptions } from '../../activities/create-activities.ts';
+import { exampleCatalog } from '../../examples/contracts.ts';
 import {
   createExampleActivities,
   createExampleTools,
   type ExampleToolOptions,
   type ExampleTools,
-} from '../../activities/tools/example-tools.ts';
+} from '../../examples/tools.ts';
 import {
   type ApprovalSigner,
   createApprovalSigner,
@@ -19,7 +20,6 @@ import {
 } from '../../src/client/approval-signer.ts';
 import { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import type { CallContext } from '../../src/contracts/call-record.ts';
-import { exampleCatalog } from '../../src/tools/example-contracts.ts';
 import { createWorker } from '../../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
 

@@ -6,7 +6,8 @@
  * Run with `node --import tsx test/support/interrupted-embedded.ts <dataDir>`.
  */
 import { Worker } from '@temporalio/worker';
-import { startEmbedded } from '../../src/embedded.ts';
+import { exampleToolSet } from '../../examples/tool-set.ts';
+import { startEmbedded } from '../../src/dev/embedded.ts';
 
 const dataDir = process.argv[2];
 if (!dataDir) throw new Error('usage: interrupted-embedded.ts <dataDir>');
@@ -18,6 +19,7 @@ Worker.create = (options) => {
   return creating;
 };
 startEmbedded({
+  tools: exampleToolSet,
   dataDir,
   env: { ...process.env, TEMPORAL_ADDRESS: '', TEMPORAL_PROFILE: '', TEMPORAL_CONFIG_FILE: '' },
   grpcPort: 0,

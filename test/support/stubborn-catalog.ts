@@ -5,8 +5,8 @@
  * ./workflows/stubborn-write.ts builds on it.
  */
 import { z } from 'zod';
+import { exampleContracts } from '../../examples/contracts.ts';
 import { createCatalog, defineTool } from '../../src/contracts/define-tool.ts';
-import { exampleContracts } from '../../src/tools/example-contracts.ts';
 
 export const stubbornWrite = defineTool({
   name: 'stubborn_write',

@@ -3,10 +3,10 @@
 import type { KeyObject } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { implementTool } from '../../activities/tool-implementation.ts';
-import { createExampleActivities, type ExampleTools } from '../../activities/tools/example-tools.ts';
-import { appendJsonLine } from '../../activities/tools/side-effect-log.ts';
+import { exampleAllowlist } from '../../examples/contracts.ts';
+import { appendJsonLine } from '../../examples/side-effect-log.ts';
+import { createExampleActivities, type ExampleTools } from '../../examples/tools.ts';
 import type { ToolgateActivities } from '../../src/contracts/activity-types.ts';
-import { exampleAllowlist } from '../../src/tools/example-contracts.ts';
 import { stubbornCatalog, stubbornWrite } from './stubborn-catalog.ts';
 
 /**

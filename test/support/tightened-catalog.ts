@@ -5,8 +5,8 @@
  * open"). Workflow-safe: the workflows module in ./workflows builds on it.
  */
 import { z } from 'zod';
+import { exampleContracts, transferFunds } from '../../examples/contracts.ts';
 import { createCatalog, defineTool } from '../../src/contracts/define-tool.ts';
-import { exampleContracts, transferFunds } from '../../src/tools/example-contracts.ts';
 
 export const tightenedTransfer = defineTool({
   ...transferFunds,

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NativeConnection } from '@temporalio/worker';
 import type { ToolImplementation } from '../../activities/tool-implementation.ts';
-import { createExampleActivities, createExampleTools } from '../../activities/tools/example-tools.ts';
+import { createExampleActivities, createExampleTools } from '../../examples/tools.ts';
 import { loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
 import { createWorker } from '../../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';

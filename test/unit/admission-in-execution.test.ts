@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/create-activities.ts';
 import { createQuotaGate } from '../../activities/safety/admission-gates.ts';
 import { implementTool } from '../../activities/tool-implementation.ts';
+import { readConfig } from '../../examples/contracts.ts';
 import { ToolFailureType } from '../../src/contracts/activity-types.ts';
-import { readConfig } from '../../src/tools/example-contracts.ts';
 import {
   activityEnvironment as environment,
   quietLogger as quiet,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { exampleToolSet } from '../../examples/tool-set.ts';
 import { keepModernSyntax, workflowSyntaxTarget } from '../../src/worker/bundle-syntax.ts';
 import { bundleToolgateWorkflows } from '../../src/worker/create-worker.ts';
 
@@ -53,7 +54,7 @@ describe('keepModernSyntax', () => {
   // Guards the SDK upgrade: if its bundler stopped using swc-loader with a jsc target, the hook
   // would quietly do nothing and every spread would cost a helper call again.
   it("toolgate's bundle of the real SDK keeps object spread native", async () => {
-    const { code } = await bundleToolgateWorkflows();
+    const { code } = await bundleToolgateWorkflows(exampleToolSet.workflowsPath);
     expect(code).not.toMatch(/function _object_spread\(/);
     // The gates spread a call's key into its record and its execution request only when it has one.
     expect(code).toMatch(/\.\.\.request\.key !== undefined \? \{\s*key: request\.key/);

@@ -558,37 +558,52 @@ describe('Dockerfile and .dockerignore', () => {
     .replace(/\\\n\s*/g, ' ')
     .split('\n');
 
-  it('is multi-stage on a pinned node 20 bookworm-slim image', () => {
+  it('is multi-stage on a pinned node 24 bookworm-slim image', () => {
     const froms = instructions.filter((l) => /^FROM\s/i.test(l));
-    expect(froms.length).toBeGreaterThanOrEqual(2);
+    expect(froms.length).toBeGreaterThanOrEqual(3);
     for (const from of froms) {
       const image = from.split(/\s+/)[1] ?? '';
-      expect(image).toMatch(/^node:20\.\d+\.\d+-bookworm-slim$/);
+      expect(image).toMatch(/^node:24\.\d+\.\d+-bookworm-slim$/);
     }
   });
 
-  it('installs production dependencies from the lockfile before copying sources', () => {
-    const index = (re: RegExp) => instructions.findIndex((l) => re.test(l));
-    const manifests = index(/^COPY\s+package\.json\s+package-lock\.json\s/);
-    const install = index(/^RUN\s.*npm ci --omit=dev/);
-    const sources = index(/^COPY\s+src\s/);
-    expect(manifests).toBeGreaterThanOrEqual(0);
-    expect(install).toBeGreaterThan(manifests);
-    expect(sources).toBeGreaterThan(install);
-    for (const dir of ['workflows', 'activities'])
-      expect(index(new RegExp(`^COPY\\s+${dir}\\s`))).toBeGreaterThan(0);
+  it('compiles the sources in a build stage and installs production dependencies from the lockfile', () => {
+    const stages = instructions
+      .join('\n')
+      .split(/^FROM\s/m)
+      .slice(1);
+    const stage = (name: string) =>
+      stages.find((text) => new RegExp(`^\\S+\\s+AS\\s+${name}\\b`).test(text)) ?? '';
+    const build = stage('build').split('\n');
+    const index = (lines: readonly string[], re: RegExp) => lines.findIndex((l) => re.test(l));
+    // The build stage installs everything from the lock, copies the sources, then compiles them.
+    const install = index(build, /^RUN\s.*npm ci --ignore-scripts/);
+    expect(index(build, /^COPY\s+package\.json\s+package-lock\.json\s/)).toBeLessThan(install);
+    for (const dir of ['src', 'workflows', 'activities', 'examples'])
+      expect(index(build, new RegExp(`^COPY\\s+${dir}\\s`))).toBeGreaterThan(install);
+    expect(index(build, /^RUN npm run build$/)).toBeGreaterThan(index(build, /^COPY\s+examples\s/));
+    // The dependencies stage installs production dependencies only, from the lock, with no scripts.
+    expect(stage('deps')).toMatch(/^RUN\s.*npm ci --omit=dev --ignore-scripts/m);
+    // The runtime gets the compiled JS and no sources.
+    const runtime = stage('runtime').split('\n');
+    expect(runtime).toContain('COPY --from=build /app/dist ./dist');
+    expect(runtime.filter((l) => /^COPY\s+(src|workflows|activities|examples)\s/.test(l))).toEqual([]);
   });
 
   it('runs as the non-root node user with the worker command and no secrets', () => {
     const lastFrom = instructions.map((l) => /^FROM\s/i.test(l)).lastIndexOf(true);
     const users = instructions.slice(lastFrom).filter((l) => /^USER\s/.test(l));
     expect(users.at(-1)).toBe('USER node');
-    // node itself, so signals reach the worker without a wrapper relaying them; tsx loads inside it,
-    // so it must be a production dependency, and bin/ must be in the image.
+    // node itself, so signals reach the worker without a wrapper relaying them; the compiled CLI
+    // needs no loader, so tsx is a development dependency only, and bin/ must be in the image.
     expect(instructions.at(-1)).toBe('CMD ["node", "bin/toolgate.js", "worker"]');
     expect(instructions).toContain('COPY bin ./bin');
-    const manifest = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
-    expect(Object.keys(manifest.dependencies)).toContain('tsx');
+    const manifest = JSON.parse(read('package.json')) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+    expect(Object.keys(manifest.dependencies)).not.toContain('tsx');
+    expect(Object.keys(manifest.devDependencies)).toContain('tsx');
     for (const line of instructions.filter((l) => /^(ENV|ARG)\s/.test(l))) {
       expect(line).not.toMatch(SECRET_NAME);
     }

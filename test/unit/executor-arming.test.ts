@@ -3,8 +3,8 @@ import { ActivityCancellationDetails, ApplicationFailure, CancelledFailure } fro
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createActivities } from '../../activities/create-activities.ts';
 import { implementTool, type ToolExecution } from '../../activities/tool-implementation.ts';
+import { readConfig } from '../../examples/contracts.ts';
 import { ToolFailureType } from '../../src/contracts/activity-types.ts';
-import { readConfig } from '../../src/tools/example-contracts.ts';
 import {
   activityEnvironment as environment,
   quietLogger as quiet,

@@ -2,8 +2,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/create-activities.ts';
 import { implementCompensation, implementTool, ToolDenied } from '../../activities/tool-implementation.ts';
+import { addLabel } from '../../examples/contracts.ts';
 import { ToolFailureType } from '../../src/contracts/activity-types.ts';
-import { addLabel } from '../../src/tools/example-contracts.ts';
 import { activityAgent, activityEnvironment, quietLogger } from '../support/activity-requests.ts';
 
 const callId = 'toolgate/acme/add_label/~0f3c9a';

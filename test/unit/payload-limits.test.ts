@@ -5,10 +5,10 @@ import { DefaultLogger } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/create-activities.ts';
 import { implementTool } from '../../activities/tool-implementation.ts';
+import { readConfig } from '../../examples/contracts.ts';
 import { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import { ToolFailureType } from '../../src/contracts/activity-types.ts';
 import { checkInputLimits, defaultPayloadLimits } from '../../src/contracts/limits.ts';
-import { readConfig } from '../../src/tools/example-contracts.ts';
 
 const agent = { tenant: 'acme', principal: 'agent-7', principalKind: 'agent' } as const;
 

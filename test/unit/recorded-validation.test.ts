@@ -4,13 +4,13 @@ import { z } from 'zod';
 import { createActivities } from '../../activities/create-activities.ts';
 import { createQuotaGate } from '../../activities/safety/admission-gates.ts';
 import { implementTool } from '../../activities/tool-implementation.ts';
+import { addLabel, readConfig, transferFunds } from '../../examples/contracts.ts';
 import {
   type AdmitCallRequest,
   type AdmitDecision,
   ToolFailureType,
 } from '../../src/contracts/activity-types.ts';
 import { createCatalog, defineTool } from '../../src/contracts/define-tool.ts';
-import { addLabel, readConfig, transferFunds } from '../../src/tools/example-contracts.ts';
 import {
   activityAgent as agent,
   activityEnvironment as environment,

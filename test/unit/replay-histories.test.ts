@@ -3,9 +3,10 @@ import { fileURLToPath } from 'node:url';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { exampleToolSet } from '../../examples/tool-set.ts';
 import { bundleToolgateWorkflows } from '../../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
-import { childRefusesLongToolNamePatch } from '../../src/workflow.ts';
+import { childRefusesLongToolNamePatch } from '../../workflows/child-call.ts';
 import { decisionsQueuedAtExpiryPatch } from '../../workflows/tool-call.ts';
 
 const root = fileURLToPath(new URL('../fixtures/histories/', import.meta.url));
@@ -70,9 +71,9 @@ const requiredPaths: Record<string, readonly string[]> = {
 };
 /** The example catalog has no fast-path tool: these histories replay with test/support/workflows/fast-path.ts. */
 const fastPathFixture = (name: string) => name.startsWith('fast-path-');
-/** Agent workflows (the example's `toolCallChild`): these replay with src/agent/example/workflows.ts. */
+/** Agent workflows (the example's `toolCallChild`): these replay with examples/agent/workflows.ts. */
 const agentFixture = (name: string) => name.startsWith('child-');
-const agentWorkflowsPath = fileURLToPath(new URL('../../src/agent/example/workflows.ts', import.meta.url));
+const agentWorkflowsPath = fileURLToPath(new URL('../../examples/agent/workflows.ts', import.meta.url));
 const fixtures = Object.entries(requiredPaths).flatMap(([protocol, names]) =>
   names.map((name) => ({ protocol, name, id: `${protocol}/${name}` })),
 );
@@ -105,7 +106,7 @@ describe('recorded histories replay against the current workflow code', () => {
   let agentCode: string;
   beforeAll(async () => {
     installRuntimeLogging();
-    code = (await bundleToolgateWorkflows()).code;
+    code = (await bundleToolgateWorkflows(exampleToolSet.workflowsPath)).code;
     fastPathCode = (
       await bundleToolgateWorkflows(
         fileURLToPath(new URL('../support/workflows/fast-path.ts', import.meta.url)),
@@ -240,7 +241,7 @@ describe('the fast path, replayed against a catalog without its tool', () => {
   // unknown, the workflow denies the call without running anything, and the replay breaks.
   it('fails the replay of a fast-path call on a bundle whose catalog lacks the tool', async () => {
     installRuntimeLogging();
-    const { code } = await bundleToolgateWorkflows();
+    const { code } = await bundleToolgateWorkflows(exampleToolSet.workflowsPath);
     const text = await readFile(`${root}protocol-3/fast-path-succeeded.json`, 'utf8');
     await expect(
       Worker.runReplayHistory({ workflowBundle: { code } }, historyFromJSON(JSON.parse(text)), 'fast'),

@@ -1,6 +1,7 @@
 import type { ContentBlock } from '@anthropic-ai/sdk/resources/messages';
 import type { ChatCompletionMessageToolCall } from 'openai/resources/chat/completions';
 import { describe, expect, it } from 'vitest';
+import { exampleCatalog } from '../../../examples/contracts.ts';
 import { answerAnthropicToolUse, anthropicToolResultMessage } from '../../../src/agent/anthropic.ts';
 import {
   answerOpenAIChatToolCalls,
@@ -9,7 +10,6 @@ import {
   openAIResponsesOutputItems,
 } from '../../../src/agent/openai.ts';
 import type { CallContext } from '../../../src/contracts/call-record.ts';
-import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
 import { createFakeClient, type FakeBehaviour } from './fake-client.ts';
 
 const context: CallContext = { tenant: 'acme', principal: 'agent-7', principalKind: 'agent' };

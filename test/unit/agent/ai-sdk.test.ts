@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { exampleCatalog } from '../../../examples/contracts.ts';
 import { toolgateAiTools } from '../../../src/agent/ai-sdk.ts';
 import type { CallContext } from '../../../src/contracts/call-record.ts';
-import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
 import { createFakeClient } from './fake-client.ts';
 
 const context: CallContext = { tenant: 'acme', principal: 'agent-7', principalKind: 'agent' };

@@ -1,10 +1,10 @@
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
+import { exampleCatalog, readConfig } from '../../../examples/contracts.ts';
 import packageJson from '../../../package.json' with { type: 'json' };
 import { McpErrorCode, type McpServer, type McpServerOptions, serveMcp } from '../../../src/agent/mcp.ts';
 import { strictInputSchema } from '../../../src/agent/tool-definitions.ts';
 import type { CallContext, CallRecord } from '../../../src/contracts/call-record.ts';
-import { exampleCatalog, readConfig } from '../../../src/tools/example-contracts.ts';
 import { createFakeClient, createRecord, type FakeBehaviour, type FakeClient } from './fake-client.ts';
 
 const context: CallContext = { tenant: 'acme', principal: 'agent-7', principalKind: 'agent' };

@@ -1,5 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { exampleCatalog } from '../../../examples/contracts.ts';
 import { defaultMcpNoWorkerAfterMs, type McpLogEvent, serveMcp } from '../../../src/agent/mcp.ts';
 import { modelResultForNoWorker } from '../../../src/agent/model-messages.ts';
 import {
@@ -10,7 +11,6 @@ import {
 } from '../../../src/agent/run-tool-calls.ts';
 import { NoWorkerAnsweredError, type ResultOptions } from '../../../src/client/toolgate-client.ts';
 import type { CallContext, CallRecord, CallStatus } from '../../../src/contracts/call-record.ts';
-import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
 import { createRecord } from './fake-client.ts';
 
 const context: CallContext = { tenant: 'acme', principal: 'agent-7', principalKind: 'agent' };

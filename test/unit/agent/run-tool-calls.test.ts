@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { exampleCatalog } from '../../../examples/contracts.ts';
 import { answerAnthropicToolUse } from '../../../src/agent/anthropic.ts';
 import {
   awaitPendingCall,
@@ -9,7 +10,6 @@ import {
 import { ToolgateUsageError } from '../../../src/client/toolgate-client.ts';
 import type { CallContext } from '../../../src/contracts/call-record.ts';
 import { createCatalog } from '../../../src/contracts/define-tool.ts';
-import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
 import { payInvoiceWithBuggyKey } from '../../support/throwing-key-contract.ts';
 import { createFakeClient } from './fake-client.ts';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { exampleCatalog } from '../../../examples/contracts.ts';
 import {
   anthropicTools,
   openAIChatTools,
@@ -8,7 +9,6 @@ import {
   strictInputSchema,
 } from '../../../src/agent/tool-definitions.ts';
 import { defineTool } from '../../../src/contracts/define-tool.ts';
-import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
 
 type Schema = Record<string, unknown>;
 

@@ -1,10 +1,10 @@
 import { type Client, ServiceError, WorkflowNotFoundError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
+import { exampleCatalog } from '../../../examples/contracts.ts';
 import { ToolgateOperations } from '../../../src/client/operations.ts';
 import { ToolgateClient } from '../../../src/client/toolgate-client.ts';
 import type { CallRecord } from '../../../src/contracts/call-record.ts';
 import { searchAttributeKeys } from '../../../src/contracts/search-attributes.ts';
-import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
 
 /** One run of a workflow on the fake server: its type, whether it is open, and its record or result. */
 interface FakeRun {

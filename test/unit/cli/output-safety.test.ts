@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { exampleCatalog } from '../../../examples/contracts.ts';
 import {
   createProgressReporter,
   describeBulkSummary,
@@ -9,7 +10,6 @@ import {
 import type { BulkReplaySummary, CallSummary } from '../../../src/client/operations.ts';
 import type { CallRecord } from '../../../src/contracts/call-record.ts';
 import { abnormalCallRecord, refusedCallRecord } from '../../../src/contracts/prepare-call.ts';
-import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
 
 /** What a hostile value carries: a title change, a screen clear, an 8-bit CSI, a bidi override. */
 const hostile = (label: string) => `${label}\u001b]0;pwned\u0007\u001b[2J\u009b31m\u202e\u2028`;

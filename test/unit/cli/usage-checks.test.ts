@@ -11,8 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeCliError, readCallInput } from '../../../src/cli/commands.ts';
-import { parsePort } from '../../../src/cli/main.ts';
+import { readCallInput } from '../../../src/cli/commands/call.ts';
+import { describeCliError } from '../../../src/cli/errors.ts';
+import { parsePort } from '../../../src/cli/options.ts';
 import {
   createApprovalSigner,
   decisionClaims,

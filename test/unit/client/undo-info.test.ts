@@ -9,7 +9,7 @@ import {
 } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { undoInfoFromFailure } from '../../../src/client/undo-info.ts';
-import { undoFailedType } from '../../../workflows/tool-undo.ts';
+import { undoFailedType } from '../../../src/contracts/undo.ts';
 
 const closedAt = new Date('2026-12-05T03:00:00.000Z');
 const failedWith = (cause: Error) =>

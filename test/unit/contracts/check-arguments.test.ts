@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { readConfig } from '../../../examples/contracts.ts';
 import { checkArguments, describeIssues } from '../../../src/contracts/check-arguments.ts';
-import { readConfig } from '../../../src/tools/example-contracts.ts';
 
 describe('the validation gate’s message', () => {
   it('cuts an issue listing thousands of unknown keys to 200 characters', () => {

@@ -3,6 +3,7 @@ import type { Client } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { verifySignedDecision } from '../../../activities/create-activities.ts';
+import { exampleCatalog } from '../../../examples/contracts.ts';
 import { createApprovalSigner, decisionClaims } from '../../../src/client/approval-signer.ts';
 import { ToolgateClient } from '../../../src/client/toolgate-client.ts';
 import { callId, toolSegment } from '../../../src/contracts/call-id.ts';
@@ -24,7 +25,6 @@ import {
 } from '../../../src/contracts/prepare-call.ts';
 import { reasonCodes, retryableReasonCodes } from '../../../src/contracts/reason-codes.ts';
 import { isToolAllowed } from '../../../src/policy/allowlist.ts';
-import { exampleCatalog } from '../../../src/tools/example-contracts.ts';
 import { keyIsReleased } from '../../../workflows/tool-call.ts';
 import { payInvoiceWithBuggyKey } from '../../support/throwing-key-contract.ts';
 

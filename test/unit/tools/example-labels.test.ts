@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createExampleTools } from '../../../activities/tools/example-tools.ts';
+import { createExampleTools } from '../../../examples/tools.ts';
 
 // The label store is keyed by a model-chosen item name; names that an object inherits must be
 // plain keys like any other.

@@ -31,11 +31,11 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import { releasedFailureType } from '../workflows/tool-call.ts';
-import { namePattern } from './contracts/call-id.ts';
-import type { CallContext, CallRecord } from './contracts/call-record.ts';
-import type { ToolCatalog } from './contracts/define-tool.ts';
-import type { PayloadLimits } from './contracts/limits.ts';
+import type { ToolCallLookupActivities } from '../src/contracts/activity-types.ts';
+import { namePattern } from '../src/contracts/call-id.ts';
+import { type CallContext, type CallRecord, releasedFailureType } from '../src/contracts/call-record.ts';
+import type { ToolCatalog } from '../src/contracts/define-tool.ts';
+import type { PayloadLimits } from '../src/contracts/limits.ts';
 import {
   abnormalCallRecord,
   type CallRequest,
@@ -43,28 +43,11 @@ import {
   longToolNameRefusal,
   prepareCall,
   refusedCallRecord,
-} from './contracts/prepare-call.ts';
-import { type ReasonCode, reasonCodes } from './contracts/reason-codes.ts';
+} from '../src/contracts/prepare-call.ts';
+import { type ReasonCode, reasonCodes } from '../src/contracts/reason-codes.ts';
 
 /** What a child call asks for; the same shape as the client's `CallRequest`. */
 export type ChildCallRequest = CallRequest;
-
-/** What the `lookupToolCall` local activity reports about an existing call. */
-export interface ToolCallLookup {
-  /** `released` means the latest run closed as Failed, so its key is free again. */
-  readonly state: 'running' | 'completed' | 'released' | 'not_found';
-  readonly fingerprint?: string;
-  /** The stored record, for a closed call. */
-  readonly record?: CallRecord;
-  /** The run described. Absent from lookups recorded before runs were pinned. */
-  readonly runId?: string;
-}
-
-/** The activity a worker registers for agent workflows; see `createToolCallLookupActivities`. */
-export interface ToolCallLookupActivities {
-  /** Describes the call's latest run, or the given run when `runId` is set. */
-  lookupToolCall(request: { readonly callId: string; readonly runId?: string }): Promise<ToolCallLookup>;
-}
 
 export interface ChildCallOptions {
   /** The contracts, for their key functions. Without it only explicit keys and `keyFor` are used. */

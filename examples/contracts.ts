@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { createCatalog, defineTool } from '../contracts/define-tool.ts';
-import { safeUrlSchema } from '../contracts/safe-url.ts';
-import { sandboxedRelativePath } from '../contracts/sandboxed-path.ts';
+import { createCatalog, defineTool } from '../src/contracts/define-tool.ts';
+import { safeUrlSchema } from '../src/contracts/safe-url.ts';
+import { sandboxedRelativePath } from '../src/contracts/sandboxed-path.ts';
 
 /** The example tools. Their implementations live in `activities/tools/`. */
 export const readConfig = defineTool({

@@ -2,11 +2,11 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import { createExampleActivities, createExampleTools } from '../../../activities/tools/example-tools.ts';
-import { loadOrCreateApprovalKeys } from '../../client/approval-signer.ts';
-import { createWorker } from '../../worker/create-worker.ts';
-import { installRuntimeLogging } from '../../worker/runtime-logging.ts';
-import { createToolCallLookupActivities } from '../lookup-activities.ts';
+import { createToolCallLookupActivities } from '../../activities/lookup-tool-call.ts';
+import { loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
+import { createWorker } from '../../src/worker/create-worker.ts';
+import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
+import { createExampleActivities, createExampleTools } from '../tools.ts';
 import { settingsFromEnv, workerReadyLine } from './example-settings.ts';
 import { createModelActivities } from './model-activities.ts';
 

@@ -7,19 +7,19 @@
  */
 import type { ContentBlockParam, MessageParam } from '@anthropic-ai/sdk/resources/messages';
 import { defineQuery, proxyActivities, setHandler } from '@temporalio/workflow';
-import { createToolCallWorkflow } from '../../../workflows/tool-call.ts';
-import type { CallContext } from '../../contracts/call-record.ts';
-import { exampleCatalog } from '../../tools/example-contracts.ts';
+import { anthropicToolCalls, anthropicToolResultMessage } from '../../src/agent/anthropic.ts';
+import { modelResultForRecord } from '../../src/agent/model-messages.ts';
+import { mapWithConcurrency, type ToolCallOutcome } from '../../src/agent/run-tool-calls.ts';
+import type { CallContext } from '../../src/contracts/call-record.ts';
 import {
   type ChildCallOptions,
   type ChildCallOutcome,
   type ChildCallRequest,
   callToolAsChild,
   startToolCallChild,
-} from '../../workflow.ts';
-import { anthropicToolCalls, anthropicToolResultMessage } from '../anthropic.ts';
-import { modelResultForRecord } from '../model-messages.ts';
-import { mapWithConcurrency, type ToolCallOutcome } from '../run-tool-calls.ts';
+} from '../../workflows/child-call.ts';
+import { createToolCallWorkflow } from '../../workflows/tool-call.ts';
+import { exampleCatalog } from '../contracts.ts';
 import type { ModelActivities } from './model-activities.ts';
 
 /** The toolCall workflow over the example catalog: the agent's tool calls run as this child. */

@@ -1,10 +1,12 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ToolgateClient } from '../client/toolgate-client.ts';
-import type { CallContext, CallRecord } from '../contracts/call-record.ts';
-import { startEmbedded } from '../embedded.ts';
-import { exampleAllowlist } from '../tools/example-contracts.ts';
+import type { ToolgateClient } from '../src/client/toolgate-client.ts';
+import type { CallContext, CallRecord } from '../src/contracts/call-record.ts';
+import { startEmbedded } from '../src/dev/embedded.ts';
+import { exampleAllowlist } from './contracts.ts';
+import { createExampleToolSet, exampleDataDir } from './tool-set.ts';
+import { exampleToolPaths } from './tools.ts';
 
 /**
  * `npm run demo`: every path through the gates against the embedded default, printed as a
@@ -206,6 +208,10 @@ async function main(): Promise<number> {
   };
   say('toolgate demo: starting the embedded Temporal dev server and a worker…');
   const embedded = await startEmbedded({
+    // Only the demo shortens the approval window, so the expiry case finishes quickly.
+    tools: createExampleToolSet({
+      policy: { allow: exampleAllowlist, approvals: { transfer_funds: { expiresAfterMs: 3_000 } } },
+    }),
     dataDir,
     grpcPort: 0,
     uiPort: 0,
@@ -213,8 +219,6 @@ async function main(): Promise<number> {
     onProgress: (line) => {
       if (!json) process.stderr.write(`${line}\n`);
     },
-    // Only the demo shortens the approval window, so the expiry case finishes quickly.
-    policy: { allow: exampleAllowlist, approvals: { transfer_funds: { expiresAfterMs: 3_000 } } },
   });
   const results: Array<{ title: string; ok: boolean; expected: Expected; record: CallRecord }> = [];
   try {
@@ -236,8 +240,12 @@ async function main(): Promise<number> {
         `  ${ok ? '✓ as expected' : '✗ NOT as expected'} (expected status=${expected.status} reason=${expected.reason ?? '-'} effect=${expected.effect})\n`,
       );
     }
-    const reports = await readdir(join(dataDir, 'data', 'reports'), { recursive: true }).catch(() => []);
-    const ledger = await readFile(embedded.tools.paths.ledgerFile, 'utf8').catch(() => '');
+    const reports = await readdir(exampleToolPaths(exampleDataDir(dataDir)).reportsDir, {
+      recursive: true,
+    }).catch(() => []);
+    const ledger = await readFile(exampleToolPaths(exampleDataDir(dataDir)).ledgerFile, 'utf8').catch(
+      () => '',
+    );
     const transfers = ledger.split('\n').filter((line) => line.length > 0).length;
     say(
       `Side effects on disk: ${reports.filter((name) => String(name).endsWith('.md')).length} report files, ${transfers} ledger line(s).`,

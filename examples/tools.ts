@@ -2,8 +2,22 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ToolgateActivities } from '../../src/contracts/activity-types.ts';
-import { CircuitBreaker } from '../../src/policy/circuit-breaker.ts';
+import {
+  type CreateActivitiesOptions,
+  createActivities,
+  type ToolPolicy,
+} from '../activities/create-activities.ts';
+import { type SafeUrlOptions, safeUrl } from '../activities/safety/safe-url.ts';
+import { sandboxedPath } from '../activities/safety/sandbox.ts';
+import {
+  type CompensationImplementation,
+  implementCompensation,
+  implementTool,
+  ToolError,
+  type ToolImplementation,
+} from '../activities/tool-implementation.ts';
+import type { ToolgateActivities } from '../src/contracts/activity-types.ts';
+import { CircuitBreaker } from '../src/policy/circuit-breaker.ts';
 import {
   addLabel,
   deleteEverything,
@@ -15,17 +29,7 @@ import {
   stubbornSearch,
   transferFunds,
   writeReport,
-} from '../../src/tools/example-contracts.ts';
-import { type CreateActivitiesOptions, createActivities, type ToolPolicy } from '../create-activities.ts';
-import { type SafeUrlOptions, safeUrl } from '../safety/safe-url.ts';
-import { sandboxedPath } from '../safety/sandbox.ts';
-import {
-  type CompensationImplementation,
-  implementCompensation,
-  implementTool,
-  ToolError,
-  type ToolImplementation,
-} from '../tool-implementation.ts';
+} from './contracts.ts';
 import { appendJsonLine } from './side-effect-log.ts';
 
 /** Where the example tools keep their observable state. */

@@ -1,7 +1,7 @@
 import type { ContentBlock, MessageParam } from '@anthropic-ai/sdk/resources/messages';
 import { ApplicationFailure } from '@temporalio/common';
-import { exampleCatalog } from '../../tools/example-contracts.ts';
-import { anthropicTools } from '../tool-definitions.ts';
+import { anthropicTools } from '../../src/agent/tool-definitions.ts';
+import { exampleCatalog } from '../contracts.ts';
 import { type AssistantTurn, scriptedAssistantTurn } from './scripted-model.ts';
 
 /** The tools the example agent may use. */

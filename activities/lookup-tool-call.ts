@@ -1,6 +1,6 @@
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
-import { ToolgateClient } from '../client/toolgate-client.ts';
-import type { ToolCallLookup, ToolCallLookupActivities } from '../workflow.ts';
+import { ToolgateClient } from '../src/client/toolgate-client.ts';
+import type { ToolCallLookup, ToolCallLookupActivities } from '../src/contracts/activity-types.ts';
 
 /**
  * The local activity agent workflows need to resolve duplicate child calls (see `toolgate/workflow`).

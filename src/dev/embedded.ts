@@ -1,33 +1,50 @@
-import { access, mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import type { KeyObject } from 'node:crypto';
+import { join, resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import type { ToolPolicy } from '../activities/create-activities.ts';
-import {
-  createExampleActivities,
-  createExampleTools,
-  type ExampleTools,
-} from '../activities/tools/example-tools.ts';
 import {
   type ApprovalSigner,
   createApprovalSigner,
   loadOrCreateApprovalKeys,
   loadPublicKey,
-} from './client/approval-signer.ts';
+} from '../client/approval-signer.ts';
 import {
   defaultTaskQueue,
   externalClusterRequested,
   loadExternalClusterConfig,
-} from './client/connection-settings.ts';
-import { ToolgateClient } from './client/toolgate-client.ts';
-import { type DevServer, findTemporalCli, startDevServer } from './dev/index.ts';
-import { exampleCatalog } from './tools/example-contracts.ts';
-import { untilAborted } from './until-aborted.ts';
-import { createWorker } from './worker/create-worker.ts';
-import { installRuntimeLogging } from './worker/runtime-logging.ts';
+} from '../client/connection-settings.ts';
+import { ToolgateClient } from '../client/toolgate-client.ts';
+import type { ToolgateActivities } from '../contracts/activity-types.ts';
+import type { ToolCatalog } from '../contracts/define-tool.ts';
+import { untilAborted } from '../support/until-aborted.ts';
+import { createWorker } from '../worker/create-worker.ts';
+import { installRuntimeLogging } from '../worker/runtime-logging.ts';
+import { type DevServer, startDevServer } from './dev-server.ts';
+import { findTemporalCli } from './find-cli.ts';
+
+/**
+ * The tools an embedded toolgate serves: the contracts its client checks calls against, the
+ * workflows module its worker bundles, and the activities that worker registers.
+ */
+export interface EmbeddedToolSet {
+  /** The catalog the workflows module was built over. */
+  readonly catalog: ToolCatalog;
+  /** A module exporting `toolCall` (and `toolUndo`) built with `createToolCallWorkflow(catalog)`. */
+  readonly workflowsPath: string;
+  /**
+   * Builds the worker's activities once the data directory and the approval signer's public key
+   * are known; called only when a worker is started.
+   */
+  activities(context: {
+    readonly dataDir: string;
+    readonly approvalPublicKeys: readonly KeyObject[];
+  }): ToolgateActivities | Promise<ToolgateActivities>;
+}
 
 export interface EmbeddedOptions {
-  /** Where state lives: the SQLite file, approval keys, the example tools' data. Default `.toolgate`. */
+  /** The tools to serve. */
+  readonly tools: EmbeddedToolSet;
+  /** Where state lives: the SQLite file, approval keys, the tools' own data. Default `.toolgate`. */
   readonly dataDir?: string;
   readonly taskQueue?: string;
   /** Start a worker in this process (default true). */
@@ -38,8 +55,6 @@ export interface EmbeddedOptions {
   readonly uiPort?: number;
   readonly headless?: boolean;
   readonly onProgress?: (line: string) => void;
-  /** The worker's tool policy; defaults to the example allowlist. */
-  readonly policy?: ToolPolicy;
   /** Ask for eager workflow start (the client shares the worker's process). */
   readonly eagerStart?: boolean;
   /**
@@ -59,7 +74,6 @@ export interface Embedded {
   readonly uiUrl?: string;
   readonly dbFile?: string;
   readonly worker?: Worker;
-  readonly tools: ExampleTools;
   readonly signer?: ApprovalSigner;
   readonly dataDir: string;
   /** Resolves when the worker stops (or never, without one). */
@@ -69,10 +83,10 @@ export interface Embedded {
 
 /**
  * The embedded default. With no configuration it starts a local Temporal dev server (state in a
- * SQLite file, so it survives restarts) and a worker with the example tools. With TEMPORAL_ADDRESS,
+ * SQLite file, so it survives restarts) and a worker for the given tools. With TEMPORAL_ADDRESS,
  * TEMPORAL_PROFILE or a Temporal config file it joins that cluster instead and starts no server.
  */
-export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embedded> {
+export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded> {
   installRuntimeLogging();
   // What has been started so far, undone in reverse when the start fails or is interrupted: a
   // half-started toolgate must not leave a server running, or hold the process open on a
@@ -126,8 +140,6 @@ async function startEmbeddedParts(
     namespace = server.namespace;
   }
 
-  const tools = createExampleTools(join(dataDir, 'data'));
-  await ensureExampleConfig(tools.paths.configFile);
   // Workers only need the public key. The private key is for approval surfaces (inbox, CLI).
   const publicKeyFile = env['TOOLGATE_APPROVAL_PUBLIC_KEY_FILE'];
   const keys = publicKeyFile ? undefined : await loadOrCreateApprovalKeys(join(dataDir, 'keys'));
@@ -144,7 +156,7 @@ async function startEmbeddedParts(
   const client = new ToolgateClient({
     client: temporal,
     taskQueue,
-    catalog: exampleCatalog,
+    catalog: options.tools.catalog,
     ...(signer ? { signer } : {}),
     ...(options.eagerStart ? { eagerStart: true } : {}),
   });
@@ -163,14 +175,13 @@ async function startEmbeddedParts(
     // Creating a worker bundles the workflow code, which takes seconds, and cannot be interrupted.
     // A worker that arrives after an interruption already owns its workflow threads, which keep
     // the process alive, so the undo waits for it and runs it down before its connection closes.
+    const activities = await options.tools.activities({ dataDir, approvalPublicKeys: [publicKey] });
     const creating = createWorker({
       connection: nativeConnection,
       namespace,
       taskQueue,
-      activities: createExampleActivities(tools, {
-        ...(options.policy ? { policy: options.policy } : {}),
-        approvalPublicKeys: [publicKey],
-      }),
+      activities,
+      workflowsPath: options.tools.workflowsPath,
     });
     undo.push(async () => {
       const late = await creating.catch(() => undefined);
@@ -188,7 +199,6 @@ async function startEmbeddedParts(
     namespace,
     ...(server ? { server, dbFile: server.dbFile, ...(server.uiUrl ? { uiUrl: server.uiUrl } : {}) } : {}),
     ...(worker ? { worker } : {}),
-    tools,
     ...(signer ? { signer } : {}),
     dataDir,
     running,
@@ -202,17 +212,4 @@ async function startEmbeddedParts(
       await server?.stop();
     },
   };
-}
-
-async function ensureExampleConfig(file: string): Promise<void> {
-  try {
-    await access(file);
-  } catch {
-    await mkdir(dirname(file), { recursive: true });
-    await writeFile(
-      file,
-      `${JSON.stringify({ region: 'eu-west', retries: 3, greeting: 'hello' }, null, 2)}\n`,
-      { flag: 'wx' },
-    ).catch(() => undefined);
-  }
 }

@@ -1,0 +1,48 @@
+import { access, mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { ToolPolicy } from '../activities/create-activities.ts';
+import type { EmbeddedToolSet } from '../src/dev/embedded.ts';
+import { modulePath } from '../src/support/module-path.ts';
+import { exampleCatalog } from './contracts.ts';
+import { createExampleActivities, createExampleTools } from './tools.ts';
+
+/** The example tools keep their files in `<data dir>/data`. */
+export function exampleDataDir(dataDir: string): string {
+  return join(dataDir, 'data');
+}
+
+/**
+ * The example tools as an embedded tool set: what `toolgate dev`, the demo and the example agent
+ * serve. Their files live in `<data dir>/data`, and read_config finds a settings file there.
+ * `policy` replaces the example allowlist (the demo shortens the approval window with it).
+ */
+export function createExampleToolSet(options: { readonly policy?: ToolPolicy } = {}): EmbeddedToolSet {
+  return {
+    catalog: exampleCatalog,
+    workflowsPath: modulePath('./workflows', import.meta.url),
+    async activities({ dataDir, approvalPublicKeys }) {
+      const tools = createExampleTools(exampleDataDir(dataDir));
+      await ensureExampleConfig(tools.paths.configFile);
+      return createExampleActivities(tools, {
+        approvalPublicKeys,
+        ...(options.policy ? { policy: options.policy } : {}),
+      });
+    },
+  };
+}
+
+/** The example tools with the example allowlist. */
+export const exampleToolSet: EmbeddedToolSet = createExampleToolSet();
+
+async function ensureExampleConfig(file: string): Promise<void> {
+  try {
+    await access(file);
+  } catch {
+    await mkdir(dirname(file), { recursive: true });
+    await writeFile(
+      file,
+      `${JSON.stringify({ region: 'eu-west', retries: 3, greeting: 'hello' }, null, 2)}\n`,
+      { flag: 'wx' },
+    ).catch(() => undefined);
+  }
+}
