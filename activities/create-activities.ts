@@ -292,7 +292,7 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
       }
       return controller.signal;
     };
-    // The same on every attempt (DESIGN §2: a retried call's downstream sees a stable key): the
+    // The same on every attempt (docs/design.md, "Idempotency": a retried call's downstream sees a stable key): the
     // call's key, or its call ID when it has none.
     const key = request.key ?? request.callId;
     const execution = {
@@ -441,7 +441,7 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
       });
       if (attempt > 1 && request.tier !== 'readonly') {
         // A refusal now says nothing about the attempts before it, which ran the tool and may have
-        // acted: this is not a denial of a call that did nothing (DESIGN §3).
+        // acted: this is not a denial of a call that did nothing (docs/design.md, "States and effects").
         return failure(
           ToolFailureType.failed,
           `${error.message} An earlier attempt of this call ran the tool and may have acted; check the current state before repeating it.`,

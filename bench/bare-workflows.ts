@@ -58,7 +58,7 @@ const bareIndexed = proxyActivities<BareActivities>({
 });
 
 /**
- * Variant B-idx: bare Temporal recording a call the way DESIGN §7 asks toolgate to, with none of
+ * Variant B-idx: bare Temporal recording a call the way toolgate must (docs/design.md, "Around the core"), with none of
  * toolgate's code. The client sends C's start (the six search attributes, the memo, the request,
  * the ID policies); the workflow runs one activity with C's options and payload, writes the final
  * status and effect as C does, and returns a result the shape and size of C's record. No gate runs:

@@ -513,7 +513,7 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       ...(options.control ? { control: options.control } : {}),
     });
   };
-  // B-idx is C's floor: bare Temporal storing and indexing a call as DESIGN asks, without the gates.
+  // B-idx is C's floor: bare Temporal storing and indexing a call as toolgate must, without the gates.
   perCondition('C p50 <= 1.10× B', 'C', 'p50Ms', 1.1, 'at most', { reference: 'B-idx' });
   perCondition('C p99 <= 1.25× B', 'C', 'p99Ms', 1.25, 'at most', { reference: 'B-idx' });
   perCondition('C throughput >= 0.90× B (closed loop)', 'C', 'throughputPerSecond', 0.9, 'at least', {
@@ -573,7 +573,7 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
     });
     const loaded = waiting.callWhileWaiting.p99Ms / waiting.callUnloaded.p99Ms;
     // C's floor, when the phase measured it beside C at the same points (round 27): the same ratio
-    // for bare Temporal recording a call as DESIGN asks, on the same dev server, in the same minutes.
+    // for bare Temporal recording a call as toolgate must, on the same dev server, in the same minutes.
     const floor = waitingFloor(waiting);
     const waitingHolds = loaded <= 1.2;
     checks.push({

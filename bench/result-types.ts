@@ -47,7 +47,7 @@ export const variantDescriptions: Record<VariantName, string> = {
   'D′': 'duplicate joining a running call (time to attach)',
   I: 'irreversible call with a fresh key',
   'B-idx':
-    "floor for C: bare Temporal recording a call as DESIGN asks (C's search attributes, memo, activity options, status upsert and record size), no gates",
+    "floor for C: bare Temporal recording a call as toolgate must (C's search attributes, memo, activity options, status upsert and record size), no gates",
   'B-idx+cpu':
     "probe: B-idx plus plain CPU work where C's gates put theirs (caller, first workflow turn, activity; --busy-ms)",
   'B-LA': 'bare Temporal fast path: the tool body as a local activity, eager start (C-fast without toolgate)',

@@ -3,7 +3,7 @@ import { createCatalog, defineTool } from '../src/contracts/define-tool.ts';
 import { safeUrlSchema } from '../src/contracts/safe-url.ts';
 import { sandboxedRelativePath } from '../src/contracts/sandboxed-path.ts';
 
-/** The example tools. Their implementations live in `activities/tools/`. */
+/** The example tools. Their implementations live in `examples/tools.ts`. */
 export const readConfig = defineTool({
   name: 'read_config',
   description: 'Read one setting from the application configuration file.',

@@ -672,7 +672,7 @@ const cancelIgnoredUnknownMessage =
   'The call was cancelled, but the tool did not stop when asked and had not finished by its deadline, so it may have acted. Do not repeat it; check the current state first.';
 
 /**
- * DESIGN §4: a key is released only when no side effect can have happened, or when the tier is safe
+ * docs/design.md, "Idempotency": a key is released only when no side effect can have happened, or when the tier is safe
  * to retry. Everything else keeps the key taken, including an outcome nobody knows.
  */
 export function keyIsReleased(record: CallRecord, tier: SideEffectTier | undefined): boolean {

@@ -1,7 +1,7 @@
 import type { ReasonCode } from './reason-codes.ts';
 import type { SideEffectTier } from './tier.ts';
 
-/** The states of a call. See DESIGN §3 for the transitions between them. */
+/** The states of a call. docs/design.md, "States and effects", draws the transitions between them. */
 export const CallStatus = {
   pending: 'pending',
   awaiting_approval: 'awaiting_approval',

@@ -37,14 +37,26 @@ function handleFor(child: ChildProcess): ChildHandle {
 }
 
 /** Spawns a TypeScript script with tsx and resolves once it prints `marker` on a line. */
-export async function spawnScript(
+export function spawnScript(
   script: string,
   args: readonly string[],
   marker: string,
   timeoutMs = 60_000,
 ): Promise<ChildHandle & { lines: string[] }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+  return spawnNode(['--import', 'tsx', script, ...args], marker, { timeoutMs });
+}
+
+/** Spawns `node` with these arguments and resolves once the process prints `marker` on a line. */
+export async function spawnNode(
+  args: readonly string[],
+  marker: string,
+  options: { readonly timeoutMs?: number; readonly cwd?: string; readonly env?: NodeJS.ProcessEnv } = {},
+): Promise<ChildHandle & { lines: string[] }> {
+  const what = args.find((arg) => !arg.startsWith('-') && arg !== 'tsx') ?? 'node';
+  const child = spawn(process.execPath, [...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+    ...(options.env ? { env: options.env } : {}),
   });
   const handle = handleFor(child);
   const lines: string[] = [];
@@ -54,8 +66,8 @@ export async function spawnScript(
   });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`${script} did not print ${marker}: ${stderr}`)),
-      timeoutMs,
+      () => reject(new Error(`${what} did not print ${marker}: ${stderr}`)),
+      options.timeoutMs ?? 60_000,
     );
     let buffered = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -72,7 +84,7 @@ export async function spawnScript(
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      reject(new Error(`${script} exited (${code ?? signal}) before ${marker}: ${stderr}`));
+      reject(new Error(`${what} exited (${code ?? signal}) before ${marker}: ${stderr}`));
     });
   });
   return { ...handle, lines };

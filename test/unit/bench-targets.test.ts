@@ -41,7 +41,7 @@ describe('the bench target checks', () => {
     expect(holds?.outOfReach).toBeUndefined();
   });
 
-  it("measures C's lines against B-idx, bare Temporal storing and indexing a call as DESIGN asks", () => {
+  it("measures C's lines against B-idx, bare Temporal storing and indexing a call as toolgate must", () => {
     const withFloor = (floorP50: number) =>
       targetCheck(
         [
