@@ -39,7 +39,8 @@ RUN --mount=type=cache,target=/root/.npm \
 FROM node:24.22.3-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     NPM_CONFIG_UPDATE_NOTIFIER=false \
-    TOOLGATE_DATA_DIR=/data
+    TOOLGATE_DATA_DIR=/data \
+    TOOLGATE_CONFIG=/app/dist/examples/toolgate.config.js
 WORKDIR /app
 
 # Application files stay owned by root, so the unprivileged `node` user cannot modify the code it runs.

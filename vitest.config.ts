@@ -14,6 +14,7 @@ export default defineConfig({
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
           environment: 'node',
+          globalSetup: ['test/support/build-setup.ts'],
           // Some unit tests spawn the bench's CLIs or replay recorded histories: a second or two
           // each here, several times that on a loaded CI machine. Vitest's default of 5 s made one
           // of them time out there; a timeout is a hang detector, never a speed check.
@@ -25,7 +26,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
           environment: 'node',
-          globalSetup: ['test/support/global-setup.ts'],
+          globalSetup: ['test/support/build-setup.ts', 'test/support/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 600_000,
           fileParallelism: false,
@@ -36,7 +37,7 @@ export default defineConfig({
           name: 'faults',
           include: ['test/faults/**/*.test.ts'],
           environment: 'node',
-          globalSetup: ['test/support/global-setup.ts'],
+          globalSetup: ['test/support/build-setup.ts', 'test/support/global-setup.ts'],
           testTimeout: 300_000,
           hookTimeout: 600_000,
           fileParallelism: false,

@@ -4,7 +4,7 @@ import type { ToolPolicy } from '../activities/create-activities.ts';
 import type { EmbeddedToolSet } from '../src/dev/embedded.ts';
 import { modulePath } from '../src/support/module-path.ts';
 import { exampleCatalog } from './contracts.ts';
-import { createExampleActivities, createExampleTools } from './tools.ts';
+import { createExampleActivities, createExampleTools, exampleToolPaths } from './tools.ts';
 
 /** The example tools keep their files in `<data dir>/data`. */
 export function exampleDataDir(dataDir: string): string {
@@ -21,8 +21,8 @@ export function createExampleToolSet(options: { readonly policy?: ToolPolicy } =
     catalog: exampleCatalog,
     workflowsPath: modulePath('./workflows', import.meta.url),
     async activities({ dataDir, approvalPublicKeys }) {
+      await prepareExampleData(dataDir);
       const tools = createExampleTools(exampleDataDir(dataDir));
-      await ensureExampleConfig(tools.paths.configFile);
       return createExampleActivities(tools, {
         approvalPublicKeys,
         ...(options.policy ? { policy: options.policy } : {}),
@@ -33,6 +33,11 @@ export function createExampleToolSet(options: { readonly policy?: ToolPolicy } =
 
 /** The example tools with the example allowlist. */
 export const exampleToolSet: EmbeddedToolSet = createExampleToolSet();
+
+/** Gives read_config a settings file in `<data dir>/data`, unless it has one. */
+export async function prepareExampleData(dataDir: string): Promise<void> {
+  await ensureExampleConfig(exampleToolPaths(exampleDataDir(dataDir)).configFile);
+}
 
 async function ensureExampleConfig(file: string): Promise<void> {
   try {

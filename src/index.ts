@@ -82,7 +82,7 @@ export {
   loadOrCreateApprovalKeys,
   loadPublicKey,
 } from './client/approval-signer.ts';
-export { defaultTaskQueue, loadExternalClusterConfig } from './client/connection-settings.ts';
+export { defaultTaskQueue } from './client/connection-settings.ts';
 export type {
   BulkReplayItem,
   BulkReplayOptions,

@@ -1,17 +1,13 @@
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { createApprovalSigner } from '../client/approval-signer.ts';
-import {
-  defaultTaskQueue,
-  externalClusterRequested,
-  loadExternalClusterConfig,
-} from '../client/connection-settings.ts';
+import { resolveConnection, resolveDataDir, type SettingSource } from '../client/connection-settings.ts';
 import { ToolgateOperations } from '../client/operations.ts';
 import { ToolgateClient } from '../client/toolgate-client.ts';
-import type { ToolCatalog } from '../contracts/define-tool.ts';
+import type { LoadedConfig } from '../config/load-config.ts';
 
 /** What `toolgate dev` writes to `<dataDir>/endpoint.json`, so other commands find the server. */
 export interface EndpointFile {
@@ -23,7 +19,7 @@ export interface EndpointFile {
   readonly startedAt: string;
 }
 
-/** Flags every client command accepts; each overrides the environment and the endpoint file. */
+/** Flags every client command accepts; each overrides the environment, the config and the endpoint file. */
 export interface ConnectionFlags {
   readonly address?: string;
   readonly namespace?: string;
@@ -31,6 +27,10 @@ export interface ConnectionFlags {
   readonly dataDir?: string;
   /** `--gate-protocol` of the commands that start runs, as typed ("2" or "3"). */
   readonly gateProtocol?: string;
+  /** `--config <file>`. */
+  readonly config?: string;
+  /** `--example`: the bundled examples' config. */
+  readonly example?: boolean;
 }
 
 export interface ResolvedEndpoint {
@@ -39,13 +39,8 @@ export interface ResolvedEndpoint {
   readonly taskQueue: string;
   readonly dataDir: string;
   /** Where the address came from, for error messages. */
-  readonly source: 'flag' | 'environment' | 'endpoint file';
+  readonly source: SettingSource;
   readonly connectionOptions: Record<string, unknown>;
-}
-
-/** The data directory: `--data-dir`, then TOOLGATE_DATA_DIR, then `.toolgate`. */
-export function resolveDataDir(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  return resolve(flag ?? env['TOOLGATE_DATA_DIR'] ?? '.toolgate');
 }
 
 export function endpointFilePath(dataDir: string): string {
@@ -61,61 +56,50 @@ export async function removeEndpointFile(dataDir: string): Promise<void> {
   await rm(endpointFilePath(dataDir), { force: true });
 }
 
+/** What a running `toolgate dev` wrote into the data directory, if anything. */
+export async function readEndpointFile(dataDir: string): Promise<EndpointFile | undefined> {
+  try {
+    return JSON.parse(await readFile(endpointFilePath(dataDir), 'utf8')) as EndpointFile;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A connection problem the user can fix: no server found, or none answering. */
 export class EndpointUnavailableError extends Error {
   override readonly name = 'EndpointUnavailableError';
 }
 
 /**
- * Finds the cluster: `--address`, then TEMPORAL_ADDRESS (or a Temporal profile), then the endpoint
- * file a running `toolgate dev` wrote into the data directory.
+ * Finds the cluster by the one precedence rule (`resolveConnection`): flags, environment, the
+ * config file, a Temporal profile, then the endpoint file a running `toolgate dev` wrote.
  */
 export async function resolveEndpoint(
   flags: ConnectionFlags,
+  config: Pick<LoadedConfig, 'connection' | 'taskQueue' | 'dataDir'> | undefined,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<ResolvedEndpoint> {
-  const dataDir = resolveDataDir(flags.dataDir, env);
-  let file: EndpointFile | undefined;
-  try {
-    file = JSON.parse(await readFile(endpointFilePath(dataDir), 'utf8')) as EndpointFile;
-  } catch {
-    file = undefined;
+  const dataDir = resolveDataDir(flags.dataDir, env, config?.dataDir);
+  const file = await readEndpointFile(dataDir);
+  const connection = resolveConnection({
+    flags,
+    env,
+    ...(config ? { config } : {}),
+    ...(file ? { endpointFile: file } : {}),
+  });
+  if (!connection.address) {
+    throw new EndpointUnavailableError(
+      `No Temporal cluster named, and no toolgate server found: ${endpointFilePath(dataDir)} does not exist. Start one with \`toolgate dev\`, or name a cluster with --address, TEMPORAL_ADDRESS or the config's connection.address.`,
+    );
   }
-  const taskQueue = flags.taskQueue ?? env['TOOLGATE_TASK_QUEUE'] ?? file?.taskQueue ?? defaultTaskQueue;
-  if (flags.address) {
-    return {
-      address: flags.address,
-      namespace: flags.namespace ?? env['TEMPORAL_NAMESPACE'] ?? file?.namespace ?? 'default',
-      taskQueue,
-      dataDir,
-      source: 'flag',
-      connectionOptions: {},
-    };
-  }
-  if (externalClusterRequested(env)) {
-    const config = loadExternalClusterConfig(env);
-    return {
-      address: String(config.connectionOptions.address ?? 'localhost:7233'),
-      namespace: flags.namespace ?? config.namespace ?? 'default',
-      taskQueue,
-      dataDir,
-      source: 'environment',
-      connectionOptions: config.connectionOptions as Record<string, unknown>,
-    };
-  }
-  if (file?.address) {
-    return {
-      address: file.address,
-      namespace: flags.namespace ?? file.namespace ?? 'default',
-      taskQueue,
-      dataDir,
-      source: 'endpoint file',
-      connectionOptions: {},
-    };
-  }
-  throw new EndpointUnavailableError(
-    `No toolgate server found: ${endpointFilePath(dataDir)} does not exist. Start one with \`toolgate dev\`, or set TEMPORAL_ADDRESS / pass --address.`,
-  );
+  return {
+    address: connection.address,
+    namespace: connection.namespace,
+    taskQueue: connection.taskQueue,
+    dataDir,
+    source: connection.sources.address ?? 'default',
+    connectionOptions: connection.connectionOptions,
+  };
 }
 
 /** A key file that exists but cannot be used; the message names it and says what to do. */
@@ -152,6 +136,7 @@ export async function readApprovalPrivateKey(file: string): Promise<KeyObject> {
 }
 
 export interface CliSession {
+  readonly config: LoadedConfig;
   readonly endpoint: ResolvedEndpoint;
   readonly client: ToolgateClient;
   readonly operations: ToolgateOperations;
@@ -165,9 +150,10 @@ export interface CliSession {
  */
 export async function openSession(
   flags: ConnectionFlags,
-  options: { catalog: ToolCatalog; signer?: boolean; env?: NodeJS.ProcessEnv },
+  options: { config: LoadedConfig; signer?: boolean; env?: NodeJS.ProcessEnv },
 ): Promise<CliSession> {
-  const endpoint = await resolveEndpoint(flags, options.env);
+  const endpoint = await resolveEndpoint(flags, options.config, options.env);
+  const { catalog } = options.config;
   let signer: ReturnType<typeof createApprovalSigner> | undefined;
   if (options.signer) {
     const keysDir = join(endpoint.dataDir, 'keys');
@@ -187,22 +173,23 @@ export async function openSession(
     });
   } catch (error) {
     throw new EndpointUnavailableError(
-      `Cannot reach Temporal at ${endpoint.address} (from the ${endpoint.source}): ${error instanceof Error ? error.message : String(error)}. Is \`toolgate dev\` running?`,
+      `Cannot reach Temporal at ${endpoint.address} (from the ${endpoint.source}): ${error instanceof Error ? error.message : String(error)}.${endpoint.source === 'endpoint file' ? ' Is `toolgate dev` running?' : ''}`,
     );
   }
   const temporal = new Client({ connection, namespace: endpoint.namespace });
   const client = new ToolgateClient({
     client: temporal,
     taskQueue: endpoint.taskQueue,
-    catalog: options.catalog,
+    catalog,
     ...(signer ? { signer } : {}),
     // Any other value is refused by the client, with what to do.
     ...(flags.gateProtocol !== undefined ? { gateProtocol: Number(flags.gateProtocol) as 2 | 3 } : {}),
   });
   return {
+    config: options.config,
     endpoint,
     client,
-    operations: new ToolgateOperations({ client, catalog: options.catalog }),
+    operations: new ToolgateOperations({ client, catalog }),
     close: () => connection.close(),
   };
 }

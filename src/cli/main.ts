@@ -1,16 +1,17 @@
 import { Command, CommanderError } from 'commander';
+import { toolgateVersion } from '../support/package-version.ts';
 import { addCallCommand } from './commands/call.ts';
 import { addCancelCommand } from './commands/cancel.ts';
 import { addDecisionCommands } from './commands/decide.ts';
 import { addDevCommand } from './commands/dev.ts';
 import { addGetCommand } from './commands/get.ts';
 import { addInboxCommand } from './commands/inbox.ts';
+import { addInitCommand } from './commands/init.ts';
 import { addListCommand } from './commands/list.ts';
 import { addMcpCommand } from './commands/mcp.ts';
 import { addReplayCommand } from './commands/replay.ts';
 import { addUndoCommand } from './commands/undo.ts';
 import { addWorkerCommand } from './commands/worker.ts';
-import { describeCliError } from './errors.ts';
 import { ExitCode, printJson } from './output.ts';
 
 /**
@@ -20,6 +21,7 @@ import { ExitCode, printJson } from './output.ts';
 export function buildProgram(): Command {
   const program = new Command('toolgate')
     .description('A durable, gated executor for the tool calls language models ask for, on Temporal.')
+    .version(toolgateVersion, '-V, --version', 'print the version of toolgate')
     // Usage errors are thrown to runCli rather than exiting, so that with --json they are JSON too.
     // Set before any command is added: subcommands inherit it.
     .exitOverride()
@@ -39,6 +41,7 @@ export function buildProgram(): Command {
       ].join('\n'),
     );
 
+  addInitCommand(program);
   addDevCommand(program);
   addWorkerCommand(program);
   addCallCommand(program);
@@ -75,6 +78,7 @@ export async function runCli(argv: readonly string[] = process.argv): Promise<vo
     }
     // dev, worker and inbox end here when they fail: with --json the error is a JSON document on
     // stdout too, and the exit code follows the same mapping as every other command's.
+    const { describeCliError } = await import('./errors.ts');
     const { exitCode, message } = describeCliError(error);
     if (argv.includes('--json')) printJson({ ok: false, exitCode, error: message });
     process.stderr.write(`toolgate: ${message}\n`);

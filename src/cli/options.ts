@@ -1,7 +1,8 @@
 import { userInfo } from 'node:os';
 import { type Command, Option } from 'commander';
-import { buildListQuery, type ListFilters } from '../client/operations.ts';
-import { checkContext, ToolgateUsageError } from '../client/toolgate-client.ts';
+import { checkContext } from '../client/call-context.ts';
+import { ToolgateUsageError } from '../client/errors.ts';
+import { buildListQuery, type ListFilters } from '../client/list-query.ts';
 import { describeKeyRules } from '../contracts/call-id.ts';
 import {
   type CallContext,
@@ -24,25 +25,41 @@ export function currentUser(): string {
   }
 }
 
+/** `--config` and `--example`, which every command takes. */
+export interface ConfigFlags {
+  readonly config?: string;
+  readonly example?: boolean;
+}
+
+/** Adds `--config` and `--example`: which config file the command runs with. */
+export function withConfigOptions(command: Command): Command {
+  return command
+    .option(
+      '--config <file>',
+      'the config file (default: TOOLGATE_CONFIG, then toolgate.config.ts, .mts, .js or .mjs in this folder)',
+    )
+    .option('--example', 'run with the bundled example tools instead of a config file');
+}
+
 /** Adds the flags every command that talks to the cluster shares. */
 export function withConnectionOptions(command: Command): Command {
-  return command
+  return withConfigOptions(command)
     .option('--json', 'print one JSON document on stdout')
     .option(
       '--address <host:port>',
-      'Temporal address (default: TEMPORAL_ADDRESS, then <data-dir>/endpoint.json)',
+      'Temporal address (default: TEMPORAL_ADDRESS, the config, a Temporal profile, then <data-dir>/endpoint.json)',
     )
     .option(
       '--namespace <namespace>',
-      'Temporal namespace (default: TEMPORAL_NAMESPACE or the endpoint file)',
+      'Temporal namespace (default: TEMPORAL_NAMESPACE, the config, a Temporal profile, the endpoint file)',
     )
     .option(
       '--task-queue <queue>',
-      'task queue of the workers (default: TOOLGATE_TASK_QUEUE or the endpoint file)',
+      'task queue of the workers (default: TOOLGATE_TASK_QUEUE, the config, the endpoint file, toolgate)',
     )
     .option(
       '--data-dir <dir>',
-      'toolgate data directory: endpoint file and approval key (default: TOOLGATE_DATA_DIR or .toolgate)',
+      'toolgate data directory: endpoint file and approval key (default: TOOLGATE_DATA_DIR, the config, .toolgate)',
     );
 }
 

@@ -1,7 +1,6 @@
 import type { CallRecord } from '../contracts/call-record.ts';
-import { type CliSession, type ConnectionFlags, openSession } from './endpoint.ts';
-import { describeCliError } from './errors.ts';
-import { loadCliToolSet } from './example-loader.ts';
+import type { CliSession, ConnectionFlags } from './endpoint.ts';
+import type { ConfigFlags } from './options.ts';
 import { ExitCode, printJson } from './output.ts';
 
 /**
@@ -30,13 +29,15 @@ export function recordError(record: Pick<CallRecord, 'status' | 'reason' | 'mess
  */
 export const cliWait = { noWorkerAfterMs: 15_000 } as const;
 
-export interface CommonFlags extends ConnectionFlags {
+export interface CommonFlags extends ConnectionFlags, ConfigFlags {
   readonly json?: boolean;
 }
 
 /**
- * Runs one client command: connects, runs, closes, and maps failures to exit codes. With `--json`
- * an error is a JSON document too, so scripts never parse prose.
+ * Runs one client command: loads the config, connects, runs, closes, and maps failures to exit
+ * codes. With `--json` an error is a JSON document too, so scripts never parse prose. The modules
+ * that connect are loaded here, not when the program starts, so `--help`, `--version` and usage
+ * errors answer without them.
  */
 export async function runWithSession(
   flags: CommonFlags,
@@ -50,10 +51,15 @@ export async function runWithSession(
   let session: CliSession | undefined;
   try {
     await options.check?.();
-    const { catalog } = await loadCliToolSet();
-    session = await openSession(flags, { catalog, ...(options.signer ? { signer: true } : {}) });
+    const [{ loadCommandConfig }, { openSession }] = await Promise.all([
+      import('./command-config.ts'),
+      import('./endpoint.ts'),
+    ]);
+    const config = await loadCommandConfig(flags);
+    session = await openSession(flags, { config, ...(options.signer ? { signer: true } : {}) });
     process.exitCode = await body(session);
   } catch (error) {
+    const { describeCliError } = await import('./errors.ts');
     const { exitCode, message } = describeCliError(error);
     if (flags.json) printJson({ ok: false, exitCode, error: message });
     process.stderr.write(`toolgate: ${message}\n`);

@@ -19,7 +19,6 @@ import {
 import { optionalTsToMs } from '@temporalio/common/lib/time.js';
 import { decisionSignal, recordQuery } from '../../workflows/messages.ts';
 import type { DecisionClaims, SignedDecision } from '../contracts/approval.ts';
-import { namePattern } from '../contracts/call-id.ts';
 import {
   type CallContext,
   type CallRecord,
@@ -40,7 +39,9 @@ import {
 import { type ReasonCode, reasonCodes } from '../contracts/reason-codes.ts';
 import { searchAttributeKeys } from '../contracts/search-attributes.ts';
 import { type ApprovalSigner, decisionClaims } from './approval-signer.ts';
+import { checkContext } from './call-context.ts';
 import { defaultTaskQueue } from './connection-settings.ts';
+import { ClusterNotReadyError, NoWorkerAnsweredError, ToolgateUsageError } from './errors.ts';
 import { nativeSha256Hex } from './native-sha256.ts';
 import { withUndo } from './undo-info.ts';
 
@@ -208,19 +209,6 @@ function answeringStarts(workflow: WorkflowClient): WorkflowClient {
   }) as WorkflowClient;
 }
 
-/** A programming error in how toolgate is called: wrong context, missing signer. Not a model error. */
-export class ToolgateUsageError extends Error {
-  override readonly name = 'ToolgateUsageError';
-}
-
-/**
- * The cluster cannot take toolgate's calls as it is: its namespace lacks toolgate's search
- * attributes. The message says how to register them.
- */
-export class ClusterNotReadyError extends Error {
-  override readonly name = 'ClusterNotReadyError';
-}
-
 /** gRPC's INVALID_ARGUMENT status code. */
 const grpcInvalidArgument = 3;
 
@@ -243,11 +231,6 @@ function explainStartFailure(error: unknown, temporal: Client): unknown {
     }
   }
   return error;
-}
-
-/** No worker answered a call's record query: none runs on the call's task queue, or all are busy. */
-export class NoWorkerAnsweredError extends Error {
-  override readonly name = 'NoWorkerAnsweredError';
 }
 
 /**
@@ -761,33 +744,6 @@ function keyMismatchMessage(callId: string): string {
 }
 
 /**
- * Throws ToolgateUsageError for a call context no call can run under. `named` says how a problem
- * names the field: `context.tenant` for the library, the flag and its value for the CLI.
- */
-export function checkContext(
-  context: CallContext,
-  named: (field: keyof CallContext) => string = (field) => `context.${field}`,
-): void {
-  if (!namePattern.test(context.tenant)) {
-    throw new ToolgateUsageError(
-      `${named('tenant')} must be 1-64 letters, digits, _ . or -, starting with a letter or digit.`,
-    );
-  }
-  if (
-    typeof context.principal !== 'string' ||
-    context.principal.length === 0 ||
-    context.principal.length > 128
-  ) {
-    throw new ToolgateUsageError(
-      `${named('principal')} must be a non-empty string of at most 128 characters.`,
-    );
-  }
-  if (!['human', 'agent', 'service'].includes(context.principalKind)) {
-    throw new ToolgateUsageError(`${named('principalKind')} must be 'human', 'agent' or 'service'.`);
-  }
-}
-
-/**
  * Why a record query failed, when the reason is that no worker answered: its deadline passed, or the
  * server refused it for want of a poller. A deadline can also come back as CANCELLED: when the
  * server's copy of the deadline fires first, it resets the stream, and gRPC reports that as a
@@ -863,3 +819,6 @@ function recordFromFailure(error: unknown, callId: string): CallRecord {
   }
   throw error;
 }
+
+export { checkContext } from './call-context.ts';
+export { ClusterNotReadyError, NoWorkerAnsweredError, ToolgateUsageError } from './errors.ts';

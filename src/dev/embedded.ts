@@ -8,11 +8,7 @@ import {
   loadOrCreateApprovalKeys,
   loadPublicKey,
 } from '../client/approval-signer.ts';
-import {
-  defaultTaskQueue,
-  externalClusterRequested,
-  loadExternalClusterConfig,
-} from '../client/connection-settings.ts';
+import { defaultTaskQueue } from '../client/connection-settings.ts';
 import { ToolgateClient } from '../client/toolgate-client.ts';
 import type { ToolgateActivities } from '../contracts/activity-types.ts';
 import type { ToolCatalog } from '../contracts/define-tool.ts';
@@ -47,6 +43,15 @@ export interface EmbeddedOptions {
   /** Where state lives: the SQLite file, approval keys, the tools' own data. Default `.toolgate`. */
   readonly dataDir?: string;
   readonly taskQueue?: string;
+  /**
+   * An existing cluster to join (see `resolveConnection`); no server is started. Without it a
+   * local dev server is started on `<dataDir>/temporal.db`.
+   */
+  readonly cluster?: {
+    readonly address: string;
+    readonly namespace: string;
+    readonly connectionOptions?: Record<string, unknown>;
+  };
   /** Start a worker in this process (default true). */
   readonly worker?: boolean;
   readonly env?: NodeJS.ProcessEnv;
@@ -82,9 +87,9 @@ export interface Embedded {
 }
 
 /**
- * The embedded default. With no configuration it starts a local Temporal dev server (state in a
- * SQLite file, so it survives restarts) and a worker for the given tools. With TEMPORAL_ADDRESS,
- * TEMPORAL_PROFILE or a Temporal config file it joins that cluster instead and starts no server.
+ * The embedded default. Without a `cluster` it starts a local Temporal dev server (state in a
+ * SQLite file, so it survives restarts) and a worker for the given tools; with one it joins that
+ * cluster instead and starts no server.
  */
 export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded> {
   installRuntimeLogging();
@@ -108,19 +113,18 @@ async function startEmbeddedParts(
   const withSignal = signal ? { signal } : {};
   signal?.throwIfAborted();
   const env = options.env ?? process.env;
-  const dataDir = resolve(options.dataDir ?? env['TOOLGATE_DATA_DIR'] ?? '.toolgate');
-  const taskQueue = options.taskQueue ?? env['TOOLGATE_TASK_QUEUE'] ?? defaultTaskQueue;
+  const dataDir = resolve(options.dataDir ?? '.toolgate');
+  const taskQueue = options.taskQueue ?? defaultTaskQueue;
   const progress = options.onProgress ?? ((line: string) => process.stderr.write(`${line}\n`));
 
   let server: DevServer | undefined;
   let address: string;
   let namespace: string;
   let connectionOptions: Record<string, unknown> = {};
-  if (externalClusterRequested(env)) {
-    const config = loadExternalClusterConfig(env);
-    address = String(config.connectionOptions.address ?? 'localhost:7233');
-    namespace = config.namespace ?? 'default';
-    connectionOptions = config.connectionOptions as Record<string, unknown>;
+  if (options.cluster) {
+    address = options.cluster.address;
+    namespace = options.cluster.namespace;
+    connectionOptions = { ...options.cluster.connectionOptions };
     progress(
       `Using the existing Temporal cluster at ${address} (namespace ${namespace}); no local server is started.`,
     );

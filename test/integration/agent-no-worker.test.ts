@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { exampleCatalog } from '../../examples/contracts.ts';
 import { awaitPendingCall, runOneToolCall } from '../../src/agent/run-tool-calls.ts';
 import { NoWorkerAnsweredError } from '../../src/client/toolgate-client.ts';
+import { exampleEnv } from '../support/cli-runner.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -108,7 +109,7 @@ describe('agent adapters when no worker serves the task queue', () => {
     try {
       const child = spawn(process.execPath, [binary, 'mcp', '--tenant', 'mcp-orphan', '--worker-wait', '2'], {
         env: {
-          ...process.env,
+          ...exampleEnv(),
           TEMPORAL_ADDRESS: inject('temporalAddress'),
           TOOLGATE_TASK_QUEUE: orphan.taskQueue,
           TOOLGATE_DATA_DIR: orphan.dataDir,
@@ -160,7 +161,7 @@ describe('agent adapters when no worker serves the task queue', () => {
   it('toolgate mcp refuses a --worker-wait that is not a whole number of seconds from 1 to 86400', async () => {
     for (const value of ['0', '1.5', 'soon']) {
       const child = spawn(process.execPath, [binary, 'mcp', '--worker-wait', value], {
-        env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress') },
+        env: exampleEnv({ TEMPORAL_ADDRESS: inject('temporalAddress') }),
         stdio: ['pipe', 'pipe', 'pipe'],
       });
       children.push(child);

@@ -4,9 +4,9 @@ import { cp, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type CliRunner, createCliRunner } from '../support/cli-runner.ts';
+import { type CliRunner, createCliRunner, exampleConfig, exampleEnv } from '../support/cli-runner.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { scheduledActivityTypes } from '../support/history.ts';
 import { waitFor } from '../support/wait.ts';
@@ -17,7 +17,7 @@ const binary = fileURLToPath(new URL('../../bin/toolgate.js', import.meta.url));
 type TextRunner = (...args: string[]) => Promise<{ code: number; stdout: string; stderr: string }>;
 
 function createTextRunner(env: Readonly<Record<string, string>>): TextRunner {
-  const fullEnv = { ...process.env, ...env };
+  const fullEnv = exampleEnv(env);
   return (...args) =>
     new Promise((resolve) => {
       execFile(
@@ -165,6 +165,64 @@ describe('toolgate CLI (the real binary, as a process)', () => {
     const late = await run('approve', rejectId, '--as', 'alice');
     expect(late.code).toBe(4);
     expect(late.json['state']).toBe('closed');
+  });
+
+  it('approve with an approvers section in the config: names compare without case, roles come from the config', async () => {
+    // The example tools with a registry: alice holds finance; names and roles come from here.
+    const configFile = join(harness.dataDir, 'approvers.config.mjs');
+    await writeFile(
+      configFile,
+      [
+        `import base from ${JSON.stringify(pathToFileURL(exampleConfig).href)};`,
+        "export default { ...base, approvers: [{ name: 'alice', roles: ['finance'] }] };",
+        '',
+      ].join('\n'),
+    );
+    const withRegistry = (...args: string[]) => run(...args, '--config', configFile);
+    const input = JSON.stringify({
+      reference: 'cli-registry-1',
+      from: 'ACC-1',
+      to: 'ACC-2',
+      amountCents: 990,
+      currency: 'EUR',
+      memo: null,
+    });
+    const started = await withRegistry(
+      'call',
+      'transfer_funds',
+      '--input',
+      input,
+      '--tenant',
+      'cli',
+      '--principal',
+      'agent-7',
+      '--principal-kind',
+      'agent',
+      '--no-wait',
+    );
+    const id = String(started.json['callId']);
+    await waitFor(async () =>
+      (await harness.client.get(id))?.status === 'awaiting_approval' ? true : undefined,
+    );
+
+    const [stranger, borrowedRole] = await Promise.all([
+      withRegistry('approve', id, '--as', 'mallory'),
+      withRegistry('approve', id, '--as', 'alice', '--role', 'admin'),
+    ]);
+    expect(stranger.code).toBe(4);
+    expect(String(stranger.json['error'])).toContain(
+      `"mallory" is not an approver in ${configFile} (approvers: alice)`,
+    );
+    expect(borrowedRole.code).toBe(4);
+    expect(String(borrowedRole.json['error'])).toContain('--role admin: alice does not hold this role');
+    // Nothing was signed or sent for either: the call has no refused decision.
+    expect((await harness.client.get(id))?.refusedDecisions).toEqual([]);
+
+    const approved = await withRegistry('approve', id, '--as', ' ALICE ', '--wait');
+    expect(approved.code).toBe(0);
+    const record = approved.json['record'] as { status: string; approval?: { decidedBy?: string } };
+    expect(record.status).toBe('succeeded');
+    expect(record.approval?.decidedBy).toBe('alice');
   });
 
   it('approve --run decides only the run that was read: a call restarted with new arguments is refused (4)', async () => {

@@ -30,7 +30,7 @@ interface DevProcess {
 function startDev(dataDir: string, options: { ownGroup: boolean }): DevProcess {
   const child = spawn(
     process.execPath,
-    [binary, 'dev', '--data-dir', dataDir, '--port', '0', '--ui-port', '0'],
+    [binary, 'dev', '--example', '--data-dir', dataDir, '--port', '0', '--ui-port', '0'],
     {
       // No cluster from the developer's environment: this is the embedded default.
       env: { ...process.env, TEMPORAL_ADDRESS: '', TEMPORAL_PROFILE: '', TEMPORAL_CONFIG_FILE: '' },

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import packageJson from '../../package.json' with { type: 'json' };
+import { exampleEnv } from '../support/cli-runner.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -31,7 +32,7 @@ class McpProcess {
 
   constructor(args: readonly string[], env: Readonly<Record<string, string>>) {
     this.child = spawn(process.execPath, [binary, 'mcp', ...args], {
-      env: { ...process.env, ...env },
+      env: exampleEnv(env),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));

@@ -4,6 +4,19 @@ import { fileURLToPath } from 'node:url';
 
 const binary = fileURLToPath(new URL('../../bin/toolgate.js', import.meta.url));
 
+/**
+ * The bundled examples' config, compiled (what `--example` loads). The CLI's tests run against the
+ * example tools through TOOLGATE_CONFIG, the way a deployment names its config.
+ */
+export const exampleConfig = fileURLToPath(
+  new URL('../../dist/examples/toolgate.config.js', import.meta.url),
+);
+
+/** This process's environment with the example config named, for spawning the binary. */
+export function exampleEnv(extra: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, TOOLGATE_CONFIG: exampleConfig, ...extra };
+}
+
 export interface CliResult {
   readonly code: number;
   readonly stdout: string;
@@ -14,9 +27,9 @@ export interface CliResult {
 
 export type CliRunner = (...args: string[]) => Promise<CliResult>;
 
-/** A runner for the binary with the given environment added to this process's. */
+/** A runner for the binary with the given environment added to this process's and the example config's. */
 export function createCliRunner(env: Readonly<Record<string, string>>): CliRunner {
-  const fullEnv = { ...process.env, ...env };
+  const fullEnv = exampleEnv(env);
   return (...args) =>
     new Promise((resolve) => {
       execFile(

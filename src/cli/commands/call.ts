@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
-import { ToolgateUsageError } from '../../client/toolgate-client.ts';
+import { ToolgateUsageError } from '../../client/errors.ts';
 import type { CallContext, PrincipalKind } from '../../contracts/call-record.ts';
 import {
   callContextOf,

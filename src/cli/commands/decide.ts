@@ -1,10 +1,34 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Command } from 'commander';
-import { decisionClaimsProblem } from '../../client/approval-signer.ts';
-import { ToolgateUsageError } from '../../client/toolgate-client.ts';
+import { ToolgateUsageError } from '../../client/errors.ts';
+import type { LoadedConfig } from '../../config/load-config.ts';
+import { normalizeName } from '../../policy/approver-names.ts';
 import { helpExamples, withConnectionOptions } from '../options.ts';
 import { describeRecord, ExitCode, exitCodeForRecord, printJson, printLines, safeText } from '../output.ts';
 import { type CommonFlags, cliWait, printJsonOutcome, recordError, runWithSession } from '../run-command.ts';
+
+/**
+ * Who signs: with an approvers section in the config, the listed approver `--as` names (compared
+ * without case) with the roles the config gives them, and `--role` may only repeat those; without
+ * one, `--as` and `--role` as typed. A string is the refusal, nothing signed.
+ */
+export function approverIdentity(
+  flags: { readonly as: string; readonly role?: readonly string[] },
+  config: Pick<LoadedConfig, 'approvers' | 'file'>,
+): { name: string; roles?: readonly string[] } | string {
+  if (!config.approvers) return { name: flags.as, ...(flags.role ? { roles: flags.role } : {}) };
+  const wanted = normalizeName(flags.as);
+  const entry = config.approvers.find((approver) => normalizeName(approver.name) === wanted);
+  if (!entry) {
+    const names = config.approvers.map((approver) => approver.name).join(', ') || 'none';
+    return `${JSON.stringify(flags.as)} is not an approver in ${config.file} (approvers: ${names}). Nothing was signed or sent.`;
+  }
+  const roles = entry.roles ?? [];
+  const extra = (flags.role ?? []).filter((role) => !roles.includes(role));
+  if (extra.length > 0) {
+    return `--role ${extra.join(', ')}: ${entry.name} does not hold ${extra.length > 1 ? 'these roles' : 'this role'} in ${config.file} (roles: ${roles.join(', ') || 'none'}). Nothing was signed or sent.`;
+  }
+  return { name: entry.name, roles };
+}
 
 /** A Temporal run ID: a UUID. */
 const runIdPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -14,10 +38,11 @@ const runIdPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
  * the workers check the signed claims with (src/contracts/approval.ts), plus the CLI's own: a
  * rejection says why, and `--run` is a run ID.
  */
-export function checkDecisionFlags(
+export async function checkDecisionFlags(
   decision: 'approve' | 'reject',
   flags: { as: string; role?: string[]; comment?: string; reason?: string; run?: string },
-): void {
+): Promise<void> {
+  const { decisionClaimsProblem } = await import('../../client/approval-signer.ts');
   const commentFlag = decision === 'approve' ? '--comment' : '--reason';
   const comment = decision === 'approve' ? flags.comment : flags.reason;
   if (decision === 'reject' && (comment === undefined || comment.trim() === '')) {
@@ -100,8 +125,15 @@ export function addDecisionCommands(program: Command): void {
           runWithSession(
             flags,
             { signer: true, check: () => checkDecisionFlags(decision, flags) },
-            async ({ client }) => {
+            async ({ client, config }) => {
+              const { WorkflowNotFoundError } = await import('@temporalio/client');
               const comment = decision === 'approve' ? flags.comment : flags.reason?.trim();
+              const identity = approverIdentity(flags, config);
+              if (typeof identity === 'string') {
+                if (flags.json) printJson({ ok: false, exitCode: ExitCode.refused, error: identity });
+                else process.stderr.write(`toolgate: ${identity}\n`);
+                return ExitCode.refused;
+              }
               if (flags.run !== undefined) {
                 // A run ID of no run of this call is a mistake in what was typed or pasted, not a
                 // restart: say so. (A call that does not exist at all is "no such call" below.)
@@ -124,8 +156,8 @@ export function addDecisionCommands(program: Command): void {
                 }
               }
               const options = {
-                approver: flags.as,
-                ...(flags.role ? { roles: flags.role } : {}),
+                approver: identity.name,
+                ...(identity.roles ? { roles: identity.roles } : {}),
                 ...(comment !== undefined ? { comment } : {}),
                 ...(flags.run !== undefined ? { runId: flags.run } : {}),
               };

@@ -1,15 +1,12 @@
 import { type Command, Option } from 'commander';
-import { defaultMcpNoWorkerAfterMs, serveMcp } from '../../agent/mcp.ts';
-import { isNoWorkerError } from '../../agent/run-tool-calls.ts';
-import { ToolgateUsageError } from '../../client/toolgate-client.ts';
+import { ToolgateUsageError } from '../../client/errors.ts';
 import type { PrincipalKind } from '../../contracts/call-record.ts';
-import { openSession } from '../endpoint.ts';
-import { describeCliError } from '../errors.ts';
-import { loadCliToolSet } from '../example-loader.ts';
 import { callContextOf, currentUser, withConnectionOptions } from '../options.ts';
 import { formatJson, safeText } from '../output.ts';
 import type { CommonFlags } from '../run-command.ts';
-import { runUntilStopped } from '../stop-signals.ts';
+
+/** Matches `defaultMcpNoWorkerAfterMs` in src/agent/mcp.ts (checked by a unit test), without loading it for --help. */
+export const defaultWorkerWaitSeconds = 30;
 
 export function addMcpCommand(program: Command): void {
   const mcp = withConnectionOptions(
@@ -34,7 +31,7 @@ export function addMcpCommand(program: Command): void {
       .option(
         '--worker-wait <seconds>',
         'answer a tools/call as pending once no worker has polled its task queue for this long; the call stays open',
-        String(defaultMcpNoWorkerAfterMs / 1000),
+        String(defaultWorkerWaitSeconds),
       ),
   );
   // stdout carries the protocol here, so --json shapes the log on stderr instead.
@@ -107,7 +104,21 @@ export function addMcpCommand(program: Command): void {
             ?.split(',')
             .map((name) => name.trim())
             .filter((name) => name !== '');
-          const { catalog } = await loadCliToolSet();
+          const [
+            { loadCommandConfig },
+            { openSession },
+            { serveMcp },
+            { isNoWorkerError },
+            { runUntilStopped },
+          ] = await Promise.all([
+            import('../command-config.ts'),
+            import('../endpoint.ts'),
+            import('../../agent/mcp.ts'),
+            import('../../agent/run-tool-calls.ts'),
+            import('../stop-signals.ts'),
+          ]);
+          const config = await loadCommandConfig(flags);
+          const { catalog } = config;
           const unknown = include?.filter((name) => !Object.hasOwn(catalog, name)) ?? [];
           if (unknown.length > 0) {
             throw new ToolgateUsageError(
@@ -118,7 +129,7 @@ export function addMcpCommand(program: Command): void {
           await runUntilStopped({
             what: 'the MCP server',
             start: async (signal) => {
-              const session = await openSession(flags, { catalog });
+              const session = await openSession(flags, { config });
               try {
                 signal.throwIfAborted();
                 const server = serveMcp({
@@ -156,6 +167,7 @@ export function addMcpCommand(program: Command): void {
             },
           });
         } catch (error) {
+          const { describeCliError } = await import('../errors.ts');
           const { exitCode, message } = describeCliError(error);
           logLine('error', message);
           process.exitCode = exitCode;

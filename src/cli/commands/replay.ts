@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
+import { ToolgateUsageError } from '../../client/errors.ts';
 import type { ListFilters } from '../../client/operations.ts';
-import { ToolgateUsageError } from '../../client/toolgate-client.ts';
 import {
   currentUser,
   type FilterFlags,

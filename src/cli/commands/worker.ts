@@ -1,37 +1,45 @@
 import type { Command } from 'commander';
-import { startEmbedded } from '../../dev/embedded.ts';
-import { type ConnectionFlags, resolveEndpoint } from '../endpoint.ts';
-import { unreachable } from '../errors.ts';
-import { loadCliToolSet } from '../example-loader.ts';
-import { withConnectionOptions } from '../options.ts';
-import { runUntilStopped } from '../stop-signals.ts';
+import type { ConnectionFlags } from '../endpoint.ts';
+import { type ConfigFlags, withConnectionOptions } from '../options.ts';
 
 export function addWorkerCommand(program: Command): void {
   withConnectionOptions(
     program
       .command('worker')
       .description(
-        'Run a toolgate worker (example tools) against the cluster `toolgate dev` or TEMPORAL_ADDRESS names.',
+        'Run a worker for the config’s tools against the cluster the connection settings name (or a running `toolgate dev`).',
       ),
   )
     .addHelpText(
       'after',
-      '\nExamples:\n  $ toolgate worker                     # joins the server of ./.toolgate/endpoint.json\n  $ TEMPORAL_ADDRESS=temporal:7233 toolgate worker --task-queue toolgate\n\nMore workers on the same task queue share the calls.\n',
+      '\nExamples:\n  $ toolgate worker                     # joins the server of ./.toolgate/endpoint.json\n  $ TEMPORAL_ADDRESS=temporal:7233 toolgate worker --task-queue payments\n\nMore workers on the same task queue share the calls.\n',
     )
-    .action(async (options: ConnectionFlags & { json?: boolean }) => {
-      const endpoint = await resolveEndpoint(options);
+    .action(async (options: ConnectionFlags & ConfigFlags & { json?: boolean }) => {
+      const [{ loadCommandConfig }, { resolveEndpoint }, { workerToolSet }] = await Promise.all([
+        import('../command-config.ts'),
+        import('../endpoint.ts'),
+        import('../worker-tool-set.ts'),
+      ]);
+      const config = await loadCommandConfig(options);
+      const endpoint = await resolveEndpoint(options, config);
+      const tools = await workerToolSet(config, endpoint.dataDir);
+      const [{ startEmbedded }, { unreachable }, { runUntilStopped }] = await Promise.all([
+        import('../../dev/embedded.ts'),
+        import('../errors.ts'),
+        import('../stop-signals.ts'),
+      ]);
       await runUntilStopped({
         what: 'the worker',
-        start: async (signal) =>
+        start: (signal) =>
           startEmbedded({
-            tools: await loadCliToolSet(),
+            tools,
             dataDir: endpoint.dataDir,
             taskQueue: endpoint.taskQueue,
-            // An explicit address means: join it, start no server.
-            env: {
-              ...process.env,
-              TEMPORAL_ADDRESS: endpoint.address,
-              TEMPORAL_NAMESPACE: endpoint.namespace,
+            // An address from any source means: join it, start no server.
+            cluster: {
+              address: endpoint.address,
+              namespace: endpoint.namespace,
+              connectionOptions: endpoint.connectionOptions,
             },
             signal,
           }).catch((error: unknown) => {
@@ -42,11 +50,12 @@ export function addWorkerCommand(program: Command): void {
             address: embedded.address,
             namespace: embedded.namespace,
             taskQueue: endpoint.taskQueue,
+            config: config.file,
           };
           process.stdout.write(
             options.json
               ? `${JSON.stringify(summary)}\n`
-              : `toolgate worker polling ${summary.taskQueue} at ${summary.address} (namespace ${summary.namespace}). Ctrl-C stops it.\n`,
+              : `toolgate worker polling ${summary.taskQueue} at ${summary.address} (namespace ${summary.namespace}), tools from ${summary.config}. Ctrl-C stops it.\n`,
           );
         },
         running: (embedded) => embedded.running,

@@ -20,6 +20,7 @@ import {
   InvalidDecisionClaimsError,
 } from '../../../src/client/approval-signer.ts';
 import { loadOrCreateApproverDirectory } from '../../../src/inbox/approver-tokens.ts';
+import { exampleConfig } from '../../support/cli-runner.ts';
 
 const binary = fileURLToPath(new URL('../../../bin/toolgate.js', import.meta.url));
 
@@ -37,7 +38,7 @@ function isolatedEnv(): NodeJS.ProcessEnv {
   for (const [name, value] of Object.entries(process.env)) {
     if (!name.startsWith('TEMPORAL_') && !name.startsWith('TOOLGATE_')) env[name] = value;
   }
-  return { ...env, TOOLGATE_DATA_DIR: dataDir };
+  return { ...env, TOOLGATE_DATA_DIR: dataDir, TOOLGATE_CONFIG: exampleConfig };
 }
 
 function cli(...args: string[]): Promise<Result> {
@@ -298,7 +299,7 @@ describe('dev and worker with --json print their failure as JSON, with the docum
     expect(result.code).toBe(6);
     expect(result.json['ok']).toBe(false);
     expect(result.json['exitCode']).toBe(6);
-    expect(String(result.json['error'])).toMatch(/No toolgate server found/);
+    expect(String(result.json['error'])).toMatch(/no toolgate server found/);
   });
 
   it('dev on a data directory in use: exit 1, and the JSON error names the pid', async () => {

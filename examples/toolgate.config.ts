@@ -1,0 +1,20 @@
+/**
+ * The bundled examples as a toolgate config: what `toolgate <command> --example` and `npm start`
+ * run. The tools keep their files in `<data dir>/data`.
+ */
+import { defineConfig } from '../src/config/define-config.ts';
+import { modulePath } from '../src/support/module-path.ts';
+import { exampleAllowlist, exampleCatalog } from './contracts.ts';
+import { exampleDataDir, prepareExampleData } from './tool-set.ts';
+import { createExampleTools } from './tools.ts';
+
+export default defineConfig({
+  catalog: exampleCatalog,
+  tools: async ({ dataDir }) => {
+    await prepareExampleData(dataDir);
+    return createExampleTools(exampleDataDir(dataDir)).tools;
+  },
+  compensations: ({ dataDir }) => createExampleTools(exampleDataDir(dataDir)).compensations,
+  workflows: modulePath('./workflows', import.meta.url),
+  allow: exampleAllowlist,
+});
