@@ -74,17 +74,17 @@ export async function loadConfig(file: string): Promise<LoadedConfig> {
 
 function describeImportFailure(file: string, error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = (error instanceof Error ? error.message : String(error)).replace(/[.\s]*$/, '');
   if (code === 'ERR_UNKNOWN_FILE_EXTENSION') {
     return `Cannot load ${file}: this Node.js (${process.version}) does not strip TypeScript types. Use Node.js >= 22.18, or write the config as toolgate.config.js.`;
   }
   if (code === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX' || code === 'ERR_INVALID_TYPESCRIPT_SYNTAX') {
-    return `Cannot load ${file}: ${message} Node.js runs TypeScript by erasing types, so the config and what it imports may use only erasable syntax (no enums, namespaces or parameter properties) and must import other .ts files with their .ts extension.`;
+    return `Cannot load ${file}: ${message}. Node.js runs TypeScript by erasing types, so the config and what it imports may use only erasable syntax (no enums, namespaces or parameter properties) and must import other .ts files with their .ts extension.`;
   }
   if (code === 'ERR_MODULE_NOT_FOUND' || code === 'ERR_PACKAGE_PATH_NOT_EXPORTED') {
     return `Cannot load ${file}: ${message}. Check the import paths in it (relative imports of .ts files keep their extension), and that toolgate is installed in this project (npm install toolgate).`;
   }
-  return `Cannot load ${file}: ${message}`;
+  return `Cannot load ${file}: ${message}.`;
 }
 
 const isFunction = (value: unknown): value is (...args: never[]) => unknown => typeof value === 'function';

@@ -4,6 +4,7 @@ import { access, mkdir, mkdtemp, rename, rm, rmdir, stat, utimes } from 'node:fs
 import { homedir } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { type DownloadOptions, downloadTemporalCli, temporalReleaseBaseUrl } from './download-cli.ts';
 
 /**
  * The pinned Temporal CLI release. v1.5.1 is the newest release whose go.mod has no `replace`
@@ -27,7 +28,7 @@ const lockRefreshMilliseconds = 60 * 1000;
 /** Where a usable Temporal CLI binary came from. */
 export interface FoundCli {
   path: string;
-  source: 'env' | 'path' | 'cache' | 'built';
+  source: 'env' | 'path' | 'cache' | 'downloaded' | 'built';
 }
 
 /** Knobs for {@link findTemporalCli}; tests use them to run without touching the real machine. */
@@ -36,8 +37,13 @@ export interface FindCliOptions {
   env?: NodeJS.ProcessEnv;
   /** Directory holding cached builds. Defaults to {@link defaultCacheDir}. */
   cacheDir?: string;
-  /** Whether building the CLI with Go is allowed when nothing else is found. Defaults to true. */
+  /** Whether downloading or building the CLI is allowed when nothing else is found. Defaults to true. */
   allowBuild?: boolean;
+  /**
+   * Where to download the pinned release from before building it with Go, or `false` to go
+   * straight to the build. Defaults to TOOLGATE_TEMPORAL_CLI_MIRROR, else Temporal's GitHub releases.
+   */
+  download?: DownloadOptions | false;
   /** Receives human-readable progress, one line at a time. Defaults to writing to stderr. */
   onProgress?: (line: string) => void;
   /** Absolute paths tried for `go` after PATH. Defaults to the official installer's location. */
@@ -62,10 +68,11 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /**
- * Finds a Temporal CLI binary, building it from the Go module proxy as a last resort.
+ * Finds a Temporal CLI binary, downloading or building it as a last resort.
  *
- * Order: TEMPORAL_CLI_PATH, then `temporal` on PATH, then a cached build, then `go install`
- * into the cache. Throws an error naming every way to provide a CLI when none works.
+ * Order: TEMPORAL_CLI_PATH, then `temporal` on PATH, then the cache, then the pinned official
+ * release downloaded and checked against its pinned SHA-256, then `go install` into the cache.
+ * Throws an error naming every way to provide a CLI when none works.
  */
 export async function findTemporalCli(options: FindCliOptions = {}): Promise<FoundCli> {
   const env = options.env ?? process.env;
@@ -98,16 +105,26 @@ export async function findTemporalCli(options: FindCliOptions = {}): Promise<Fou
   }
 
   const go = allowBuild ? await findGo(env, goCandidates) : undefined;
-  if (!go) {
+  const download = allowBuild ? downloadOptions(options.download, env) : undefined;
+  if (!go && !download) {
     throw new Error(noCliMessage(cacheDir, allowBuild));
   }
-  return buildWithGo({
-    go,
+  return obtainCli({
+    ...(go ? { go } : {}),
+    ...(download ? { download } : {}),
     env,
     cacheDir,
     onProgress,
     ...(options.signal ? { signal: options.signal } : {}),
   });
+}
+
+function downloadOptions(
+  given: DownloadOptions | false | undefined,
+  env: NodeJS.ProcessEnv,
+): DownloadOptions | undefined {
+  if (given === false) return undefined;
+  return given ?? { baseUrl: env['TOOLGATE_TEMPORAL_CLI_MIRROR'] || temporalReleaseBaseUrl };
 }
 
 /** The path a cached build of the pinned CLI lives at inside `cacheDir`. */
@@ -119,14 +136,17 @@ function writeProgressToStderr(line: string): void {
   process.stderr.write(`[toolgate] ${line}\n`);
 }
 
-function noCliMessage(cacheDir: string, allowBuild: boolean): string {
-  const reason = allowBuild
-    ? 'Go was not found either, so toolgate cannot build one'
-    : 'building one with Go is disabled';
+function noCliMessage(cacheDir: string, allowBuild: boolean, downloadFailure?: string): string {
+  const reason = !allowBuild
+    ? 'downloading or building one is disabled'
+    : downloadFailure
+      ? `the download failed (${downloadFailure}) and Go was not found to build one`
+      : 'Go was not found either, so toolgate cannot build one';
   return [
     `No Temporal CLI found (${reason}). Any one of these fixes it:`,
     '  - set TEMPORAL_CLI_PATH to the path of a temporal binary;',
     '  - put `temporal` on your PATH (https://docs.temporal.io/cli);',
+    `  - allow a download from GitHub, or set TOOLGATE_TEMPORAL_CLI_MIRROR to a mirror of Temporal's release files;`,
     `  - install Go (>= 1.22) so toolgate can build the CLI ${temporalCliVersion} into ${cacheDir} (takes a few minutes, once);`,
     '  - or set TEMPORAL_ADDRESS to use an existing Temporal cluster instead of the embedded dev server.',
   ].join('\n');
@@ -186,13 +206,18 @@ async function findGo(env: NodeJS.ProcessEnv, goCandidates: readonly string[]): 
 
 interface BuildContext {
   go: string;
+  download?: DownloadOptions;
   env: NodeJS.ProcessEnv;
   cacheDir: string;
   onProgress: (line: string) => void;
   signal?: AbortSignal;
 }
 
-async function buildWithGo(context: BuildContext): Promise<FoundCli> {
+/**
+ * Puts the pinned CLI into the cache, under a lock so that concurrent starts fetch it once: the
+ * official release when it downloads and verifies, else a Go build.
+ */
+async function obtainCli(context: Omit<BuildContext, 'go'> & { go?: string }): Promise<FoundCli> {
   const { cacheDir, onProgress } = context;
   await mkdir(cacheDir, { recursive: true });
   const finalBinary = cachedCliPath(cacheDir);
@@ -200,32 +225,57 @@ async function buildWithGo(context: BuildContext): Promise<FoundCli> {
 
   const releaseLock = await acquireLock(lockDir, onProgress);
   try {
-    // Another process may have finished the build while this one waited for the lock.
+    // Another process may have finished while this one waited for the lock.
     if (await isExecutableFile(finalBinary)) {
       return { path: finalBinary, source: 'cache' };
     }
-    onProgress(
-      `Building the Temporal CLI ${temporalCliVersion} with Go into ${cacheDir}. ` +
-        'This takes a few minutes, once; later runs reuse the build.',
-    );
-    // The temp dir sits inside cacheDir so the final rename stays on one filesystem and is atomic.
-    const buildDir = await mkdtemp(join(cacheDir, '.build-'));
-    try {
-      await runGoInstallWithFallback(context, buildDir);
-      const builtBinary = join(buildDir, `temporal${executableSuffix}`);
-      if (!(await isExecutableFile(builtBinary))) {
-        throw new Error(`go install reported success but produced no binary at ${builtBinary}.`);
+    let downloadFailure: string | undefined;
+    if (context.download) {
+      try {
+        await downloadTemporalCli({
+          version: temporalCliVersion,
+          target: finalBinary,
+          options: context.download,
+          onProgress,
+          ...(context.signal ? { signal: context.signal } : {}),
+        });
+        return { path: finalBinary, source: 'downloaded' };
+      } catch (error) {
+        context.signal?.throwIfAborted();
+        downloadFailure = error instanceof Error ? error.message : String(error);
+        onProgress(
+          `The Temporal CLI download failed: ${downloadFailure}.${context.go ? ' Building it with Go instead.' : ''}`,
+        );
       }
-      await mkdir(join(cacheDir, `temporal-cli-${temporalCliVersion}`), { recursive: true });
-      await rename(builtBinary, finalBinary);
-    } finally {
-      await rm(buildDir, { recursive: true, force: true });
     }
-    onProgress(`Temporal CLI built at ${finalBinary}.`);
-    return { path: finalBinary, source: 'built' };
+    if (!context.go) throw new Error(noCliMessage(cacheDir, true, downloadFailure));
+    return await buildWithGo({ ...context, go: context.go }, finalBinary);
   } finally {
     await releaseLock();
   }
+}
+
+async function buildWithGo(context: BuildContext, finalBinary: string): Promise<FoundCli> {
+  const { cacheDir, onProgress } = context;
+  onProgress(
+    `Building the Temporal CLI ${temporalCliVersion} with Go into ${cacheDir}. ` +
+      'This takes a few minutes, once; later runs reuse the build.',
+  );
+  // The temp dir sits inside cacheDir so the final rename stays on one filesystem and is atomic.
+  const buildDir = await mkdtemp(join(cacheDir, '.build-'));
+  try {
+    await runGoInstallWithFallback(context, buildDir);
+    const builtBinary = join(buildDir, `temporal${executableSuffix}`);
+    if (!(await isExecutableFile(builtBinary))) {
+      throw new Error(`go install reported success but produced no binary at ${builtBinary}.`);
+    }
+    await mkdir(join(cacheDir, `temporal-cli-${temporalCliVersion}`), { recursive: true });
+    await rename(builtBinary, finalBinary);
+  } finally {
+    await rm(buildDir, { recursive: true, force: true });
+  }
+  onProgress(`Temporal CLI built at ${finalBinary}.`);
+  return { path: finalBinary, source: 'built' };
 }
 
 async function runGoInstallWithFallback(context: BuildContext, buildDir: string): Promise<void> {

@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type ChildHandle, spawnNode } from '../support/child-processes.ts';
+import { type ChildHandle, spawnCommand, spawnNode } from '../support/child-processes.ts';
 import { type DocBlock, docProject } from '../support/doc-blocks.ts';
 import { type LoopbackServer, startLoopbackServer } from '../support/loopback-server.ts';
 
@@ -35,6 +35,7 @@ describe('the packed package in a new project, as the README teaches', () => {
   let project: string;
   let blocks: DocBlock[];
   let payments: LoopbackServer;
+  let tarball: string;
   const refunds: Array<{ key: string | undefined; body: string }> = [];
   const timings: Record<string, number> = {};
   const timed = async <T>(step: string, action: () => Promise<T>): Promise<T> => {
@@ -59,7 +60,7 @@ describe('the packed package in a new project, as the README teaches', () => {
     const packed = await timed('npm pack', () =>
       npm(['pack', '--silent', '--pack-destination', project], root),
     );
-    const tarball = join(project, packed.stdout.trim().split('\n').at(-1) ?? '');
+    tarball = join(project, packed.stdout.trim().split('\n').at(-1) ?? '');
     await writeFile(
       join(project, 'package.json'),
       `${JSON.stringify({ name: 'toolgate-consumer', private: true, type: 'module' }, null, 2)}\n`,
@@ -138,15 +139,12 @@ describe('the packed package in a new project, as the README teaches', () => {
       ),
     );
     expect(`${stdout}${stderr}`).toBe('');
-    const built = await readdir(join(project, 'build'));
-    for (const file of ['contracts.js', 'tools.js', 'workflows.js', 'worker.js', 'call.js', 'bundle.js']) {
-      expect(built).toContain(file);
-    }
   });
 
   it("bundles its workflows with the SDK's bundler and toolgate's options, and its worker calls its own tool", async () => {
-    await timed('bundle', () => run(process.execPath, ['build/bundle.js'], { cwd: project }));
-    const bundle = await readFile(join(project, 'build', 'workflow-bundle.js'), 'utf8');
+    // Node.js runs the project's TypeScript itself, by erasing the types.
+    await timed('bundle', () => run(process.execPath, ['src/bundle.ts'], { cwd: project }));
+    const bundle = await readFile(join(project, 'src', 'workflow-bundle.js'), 'utf8');
     expect(bundle).toContain('refund_order');
     const env = {
       ...process.env,
@@ -157,9 +155,9 @@ describe('the packed package in a new project, as the README teaches', () => {
     let worker: ChildHandle | undefined;
     try {
       worker = await timed('worker start', () =>
-        spawnNode(['build/worker.js'], 'worker polling', { cwd: project, env }),
+        spawnNode(['src/worker.ts'], 'worker polling', { cwd: project, env }),
       );
-      const call = () => run(process.execPath, ['build/call.js'], { cwd: project, env });
+      const call = () => run(process.execPath, ['src/call.ts'], { cwd: project, env });
       const first = await timed('first call', call);
       const second = await timed('second call', call);
       const expected = { status: 'succeeded', effect: 'applied', output: { refundId: 're_1' } };
@@ -174,6 +172,74 @@ describe('the packed package in a new project, as the README teaches', () => {
     }
     // SIGTERM drains the worker and ends the process cleanly.
     expect(worker?.process.exitCode).toBe(0);
+  });
+
+  it('serves and calls its tool through npx toolgate dev and npx toolgate call, with its config', async () => {
+    const env = {
+      ...process.env,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TOOLGATE_TASK_QUEUE: `consumer-cli-${Date.now()}`,
+      TOOLGATE_CONFIG: '',
+      TOOLGATE_DATA_DIR: '',
+      PAYMENTS_API: payments.url,
+    };
+    const npx = (...args: string[]) =>
+      run('npx', ['--no-install', 'toolgate', ...args], { cwd: project, env, timeout: 60_000 });
+    let dev: (ChildHandle & { lines: string[] }) | undefined;
+    try {
+      dev = await timed('npx toolgate dev', () =>
+        spawnNode(
+          [join(project, 'node_modules', 'toolgate', 'bin', 'toolgate.js'), 'dev', '--json'],
+          '{"address"',
+          {
+            cwd: project,
+            env,
+            timeoutMs: 120_000,
+          },
+        ),
+      );
+      const summary = JSON.parse(dev.lines.find((line) => line.startsWith('{"address"')) ?? '{}') as Record<
+        string,
+        unknown
+      >;
+      expect(summary['config']).toBe(join(project, 'toolgate.config.ts'));
+      const input = JSON.stringify({ orderId: 'ord_456', reason: null });
+      const called = await timed('npx toolgate call', () =>
+        npx('call', 'refund_order', '--input', input, '--json'),
+      );
+      expect(JSON.parse(called.stdout)).toMatchObject({
+        status: 'succeeded',
+        effect: 'applied',
+        key: 'refund-ord_456',
+        output: { refundId: 're_2' },
+      });
+      expect(refunds.at(-1)).toEqual({
+        key: 'refund-ord_456',
+        body: JSON.stringify({ order: 'ord_456', reason: null }),
+      });
+      expect(refunds).toHaveLength(2);
+    } finally {
+      await dev?.stop();
+    }
+    expect(dev?.process.exitCode).toBe(0);
+  });
+
+  it('scaffolds a new project with toolgate init, which installs and passes its own test', async () => {
+    const scaffold = join(project, 'scaffolded');
+    const created = await timed('toolgate init', () =>
+      run('npx', ['--no-install', 'toolgate', 'init', scaffold, '--package', tarball, '--json'], {
+        cwd: project,
+      }),
+    );
+    expect((JSON.parse(created.stdout) as { files: string[] }).files).toContain('toolgate.config.ts');
+    await timed('scaffold npm install', () =>
+      npm(['install', '--no-audit', '--no-fund', '--prefer-offline'], scaffold),
+    );
+    const tested = await timed('scaffold npm test', () => npm(['test'], scaffold));
+    expect(tested.stdout).toMatch(/\bpass 2\b/);
+    expect(tested.stdout).toMatch(/\bfail 0\b/);
+    const typecheck = await npm(['run', 'typecheck'], scaffold);
+    expect(typecheck.stderr).toBe('');
   });
 
   it('runs the installed toolgate command from compiled JavaScript', async () => {

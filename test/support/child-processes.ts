@@ -47,13 +47,29 @@ export function spawnScript(
 }
 
 /** Spawns `node` with these arguments and resolves once the process prints `marker` on a line. */
-export async function spawnNode(
+export function spawnNode(
   args: readonly string[],
   marker: string,
-  options: { readonly timeoutMs?: number; readonly cwd?: string; readonly env?: NodeJS.ProcessEnv } = {},
+  options: SpawnOptions = {},
 ): Promise<ChildHandle & { lines: string[] }> {
-  const what = args.find((arg) => !arg.startsWith('-') && arg !== 'tsx') ?? 'node';
-  const child = spawn(process.execPath, [...args], {
+  return spawnCommand(process.execPath, args, marker, options);
+}
+
+export interface SpawnOptions {
+  readonly timeoutMs?: number;
+  readonly cwd?: string;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+/** Spawns a command and resolves once the process prints `marker` on a line. */
+export async function spawnCommand(
+  command: string,
+  args: readonly string[],
+  marker: string,
+  options: SpawnOptions = {},
+): Promise<ChildHandle & { lines: string[] }> {
+  const what = args.find((arg) => !arg.startsWith('-') && arg !== 'tsx') ?? command;
+  const child = spawn(command, [...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(options.cwd ? { cwd: options.cwd } : {}),
     ...(options.env ? { env: options.env } : {}),

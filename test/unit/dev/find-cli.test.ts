@@ -106,6 +106,7 @@ describe('findTemporalCli', () => {
       env: { PATH: emptyBin },
       cacheDir: join(root, 'cache'),
       allowBuild: true,
+      download: false,
       goCandidates: [],
       onProgress: () => {},
     });
@@ -123,7 +124,7 @@ describe('findTemporalCli', () => {
 
     await expect(
       findTemporalCli({ env: { PATH: binDir }, cacheDir, allowBuild: false, goCandidates: [] }),
-    ).rejects.toThrow(/building one with Go is disabled/);
+    ).rejects.toThrow(/downloading or building one is disabled/);
     await expect(stat(cachedCliPath(cacheDir))).rejects.toThrow();
   });
 
@@ -136,6 +137,7 @@ describe('findTemporalCli', () => {
     const found = await findTemporalCli({
       env: { PATH: binDir },
       cacheDir,
+      download: false,
       goCandidates: [],
       onProgress: (line) => progress.push(line),
     });
@@ -165,6 +167,7 @@ describe('findTemporalCli', () => {
     const progress: string[] = [];
 
     const found = await findTemporalCli({
+      download: false,
       env: { PATH: binDir },
       cacheDir,
       goCandidates: [],
@@ -181,7 +184,13 @@ describe('findTemporalCli', () => {
     const cacheDir = join(root, 'cache');
 
     await expect(
-      findTemporalCli({ env: { PATH: binDir }, cacheDir, goCandidates: [], onProgress: () => {} }),
+      findTemporalCli({
+        env: { PATH: binDir },
+        cacheDir,
+        download: false,
+        goCandidates: [],
+        onProgress: () => {},
+      }),
     ).rejects.toThrow(/exit code 1[\s\S]*module lookup disabled/);
     await expect(stat(cachedCliPath(cacheDir))).rejects.toThrow();
     expect(await readdir(cacheDir)).toEqual([]);
@@ -194,6 +203,7 @@ describe('findTemporalCli', () => {
     const cacheDir = join(root, 'cache');
 
     const found = await findTemporalCli({
+      download: false,
       env: { PATH: emptyBin },
       cacheDir,
       goCandidates: [go],
@@ -214,6 +224,7 @@ describe('findTemporalCli', () => {
     const progress: string[] = [];
 
     const found = await findTemporalCli({
+      download: false,
       env: { PATH: binDir },
       cacheDir,
       goCandidates: [],
@@ -234,6 +245,7 @@ describe('findTemporalCli', () => {
     const progress: string[] = [];
 
     const finding = findTemporalCli({
+      download: false,
       env: { PATH: binDir },
       cacheDir,
       goCandidates: [],
