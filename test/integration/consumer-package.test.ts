@@ -5,6 +5,7 @@
  * server, and its own tool called.
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -188,15 +189,12 @@ describe('the packed package in a new project, as the README teaches', () => {
     let dev: (ChildHandle & { lines: string[] }) | undefined;
     try {
       dev = await timed('npx toolgate dev', () =>
-        spawnNode(
-          [join(project, 'node_modules', 'toolgate', 'bin', 'toolgate.js'), 'dev', '--json'],
-          '{"address"',
-          {
-            cwd: project,
-            env,
-            timeoutMs: 120_000,
-          },
-        ),
+        spawnCommand('npx', ['--no-install', 'toolgate', 'dev', '--json'], '{"address"', {
+          cwd: project,
+          env,
+          timeoutMs: 120_000,
+          group: true,
+        }),
       );
       const summary = JSON.parse(dev.lines.find((line) => line.startsWith('{"address"')) ?? '{}') as Record<
         string,
@@ -221,7 +219,9 @@ describe('the packed package in a new project, as the README teaches', () => {
     } finally {
       await dev?.stop();
     }
-    expect(dev?.process.exitCode).toBe(0);
+    // SIGTERM to the group, as Ctrl-C in a terminal: every process of it is gone, and toolgate dev
+    // stopped cleanly (it removes its endpoint file only once the worker has drained).
+    expect(existsSync(join(project, '.toolgate', 'endpoint.json'))).toBe(false);
   });
 
   it('scaffolds a new project with toolgate init, which installs and passes its own test', async () => {

@@ -14,23 +14,51 @@ export interface ChildHandle {
   stop(): Promise<void>;
 }
 
-function handleFor(child: ChildProcess): ChildHandle {
+/**
+ * `group`: the child leads its own process group and signals go to the whole group, as a terminal
+ * sends Ctrl-C to a foreground command and everything it started (npx and the program it runs).
+ * Then stop() and kill() return once no process of the group is left.
+ */
+function handleFor(child: ChildProcess, group = false): ChildHandle {
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once('exit', () => resolve());
   });
   const alive = () => child.exitCode === null && child.signalCode === null;
+  const groupAlive = () => {
+    try {
+      process.kill(-child.pid!, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const signal = (name: NodeJS.Signals) => {
+    if (!group) {
+      if (alive()) child.kill(name);
+      return;
+    }
+    try {
+      process.kill(-child.pid!, name);
+    } catch {
+      // The group is gone already.
+    }
+  };
+  const gone = async () => {
+    await exited;
+    while (group && groupAlive()) await new Promise((resolve) => setTimeout(resolve, 50));
+  };
   return {
     process: child,
     pid: child.pid!,
     async kill() {
-      if (alive()) child.kill('SIGKILL');
-      await exited;
+      signal('SIGKILL');
+      await gone();
     },
     async stop() {
-      if (alive()) child.kill('SIGTERM');
-      const timer = setTimeout(() => alive() && child.kill('SIGKILL'), 5_000);
-      await exited;
+      signal('SIGTERM');
+      const timer = setTimeout(() => signal('SIGKILL'), 15_000);
+      await gone();
       clearTimeout(timer);
     },
   };
@@ -59,6 +87,8 @@ export interface SpawnOptions {
   readonly timeoutMs?: number;
   readonly cwd?: string;
   readonly env?: NodeJS.ProcessEnv;
+  /** Its own process group, signalled as a whole (see `handleFor`). */
+  readonly group?: boolean;
 }
 
 /** Spawns a command and resolves once the process prints `marker` on a line. */
@@ -73,8 +103,9 @@ export async function spawnCommand(
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(options.cwd ? { cwd: options.cwd } : {}),
     ...(options.env ? { env: options.env } : {}),
+    ...(options.group ? { detached: true } : {}),
   });
-  const handle = handleFor(child);
+  const handle = handleFor(child, options.group);
   const lines: string[] = [];
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
