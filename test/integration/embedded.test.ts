@@ -76,13 +76,13 @@ describe('the embedded default (what npm start runs)', () => {
     }
   });
 
-  it('joins an existing cluster from TEMPORAL_ADDRESS and starts no server', async () => {
+  it('joins the cluster it is given and starts no server', async () => {
     const address = inject('temporalAddress');
     const lines: string[] = [];
     const joined = await startEmbedded({
       tools: exampleToolSet,
       dataDir: join(dataDir, 'joined'),
-      env: { ...process.env, TEMPORAL_ADDRESS: address },
+      cluster: { address, namespace: 'default' },
       taskQueue: `embedded-join-${Date.now()}`,
       onProgress: (line) => lines.push(line),
     });
