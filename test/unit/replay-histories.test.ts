@@ -67,6 +67,13 @@ const requiredPaths: Record<string, readonly string[]> = {
     // agent's bundle (see `agentFixture`).
     'child-long-tool-name-before-patch',
     'child-long-tool-name',
+    // Keyless calls of tiers that need a key, denied KEY_REQUIRED before anything else, and a
+    // forged decision that used up the nonce of the valid one after it: recorded before the
+    // `key-rule-after-gates` and `nonce-used-when-counted` patches.
+    'keyless-not-allowed-before-patch',
+    'keyless-invalid-input-before-patch',
+    'keyless-key-required-before-patch',
+    'nonce-claimed-by-forgery-before-patch',
   ],
 };
 /** The example catalog has no fast-path tool: these histories replay with test/support/workflows/fast-path.ts. */
