@@ -1,5 +1,5 @@
 import type { ReasonCode } from './reason-codes.ts';
-import type { SideEffectTier } from './tier.ts';
+import { type SideEffectTier, tierIsRetrySafe } from './tier.ts';
 
 /** The states of a call. docs/design.md, "States and effects", draws the transitions between them. */
 export const CallStatus = {
@@ -144,3 +144,17 @@ export interface CallRecord {
  * "Idempotency"). The failure's first detail is the call record.
  */
 export const releasedFailureType = 'ToolCallReleased';
+
+/**
+ * Whether a closed call frees its key (docs/design.md, "Idempotency"): only when no side effect can
+ * have happened, or when the tier is safe to retry. Everything else keeps the key taken, including
+ * an outcome nobody knows.
+ */
+export function keyIsReleased(
+  record: Pick<CallRecord, 'status' | 'effect'>,
+  tier: SideEffectTier | undefined,
+): boolean {
+  if (record.status === 'succeeded') return false;
+  if (record.effect === 'none') return true;
+  return tier !== undefined && tierIsRetrySafe(tier);
+}

@@ -8,6 +8,7 @@ import { createApprovalSigner, decisionClaims } from '../../../src/client/approv
 import { ToolgateClient } from '../../../src/client/toolgate-client.ts';
 import { callId, toolSegment } from '../../../src/contracts/call-id.ts';
 import type { CallRecord } from '../../../src/contracts/call-record.ts';
+import { keyIsReleased } from '../../../src/contracts/call-record.ts';
 import { canonicalJson } from '../../../src/contracts/canonical-json.ts';
 import {
   checkCatalogSchemas,
@@ -25,7 +26,6 @@ import {
 } from '../../../src/contracts/prepare-call.ts';
 import { reasonCodes, retryableReasonCodes } from '../../../src/contracts/reason-codes.ts';
 import { isToolAllowed } from '../../../src/policy/allowlist.ts';
-import { keyIsReleased } from '../../../workflows/tool-call.ts';
 import { payInvoiceWithBuggyKey } from '../../support/throwing-key-contract.ts';
 
 describe('canonical JSON and fingerprints', () => {

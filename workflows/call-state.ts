@@ -1,0 +1,206 @@
+/**
+ * One call's state as its gates run (docs/design.md, "Shape"), and the few ways it changes: a
+ * transition, the close that settles the outcome, a recorded refusal. The gates in `tool-call.ts`
+ * take this state and the workflow's settings as arguments; nothing here closes over a call.
+ */
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import { setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { AdmitDecision, ToolgateActivities } from '../src/contracts/activity-types.ts';
+import type { CallEffect, CallRecord, CallStatus } from '../src/contracts/call-record.ts';
+import type { ToolCatalog, ToolContract } from '../src/contracts/define-tool.ts';
+import type { PayloadLimits } from '../src/contracts/limits.ts';
+import {
+  leanGatesProtocol,
+  recordedValidationProtocol,
+  type ToolCallRequest,
+} from '../src/contracts/prepare-call.ts';
+import { type ReasonCode, reasonCodes } from '../src/contracts/reason-codes.ts';
+import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
+import { decisionSignal, recordQuery } from './messages.ts';
+
+/**
+ * Unwinds the gates once a call's outcome is settled; caught in `toolCall` and never seen outside.
+ * Not an Error: it needs no stack, and capturing one is measurable per call in the sandbox.
+ */
+export class CallClosed {}
+
+/** What every call of one `toolCall` workflow shares: its catalog, limits and activity options. */
+export interface GateSettings {
+  readonly catalog: ToolCatalog;
+  readonly limits: PayloadLimits;
+  /** How often an executing tool must heartbeat before the server presumes its worker dead. */
+  readonly heartbeatTimeoutMs: number;
+  /** Extra time the server's start-to-close timer allows past the executor's own deadline. */
+  readonly deadlineGraceMs: number;
+  /**
+   * Policy checks as local activities: their results are markers in history, so a replay takes
+   * the same branch even if the allowlist or the approvers changed since.
+   */
+  readonly policy: ToolgateActivities;
+}
+
+/** What one call knows and has decided so far, handed from gate to gate. */
+export interface CallState {
+  readonly request: ToolCallRequest;
+  readonly record: CallRecord;
+  /** Gate protocol 2 or later: readonly calls are admitted by the activity that runs them. */
+  readonly lean: boolean;
+  /** Gate protocol 3 or later: the argument check is decided by an activity and recorded. */
+  readonly recorded: boolean;
+  /** Decisions received and not yet checked, oldest first. */
+  readonly pendingDecisions: unknown[];
+  /** A decision has counted; later ones are refused as they arrive. */
+  decided: boolean;
+  contract?: ToolContract;
+  /** Whether the approval wait is `awaitDecisionUntilExpiry` (see `decisionsQueuedAtExpiryPatch`). */
+  checkQueuedAtExpiry: boolean;
+  admission?: AdmitDecision;
+  /** An admission is in flight: a slot may be held even if it is interrupted. */
+  admitting: boolean;
+  /** A readonly call on the lean path: admitted by its execution activity. */
+  admitInExecution: boolean;
+  /** The arguments are checked by an activity, not in this workflow. */
+  checkedByExecutor: boolean;
+  /** The arguments the tool gets: as sent, or as the schema parsed them. */
+  input: unknown;
+}
+
+/** The most decisions a call queues; more are counted as dropped, so signals cannot grow the record. */
+const maxPendingDecisions = 50;
+/** The most refused decisions a record lists; more are only counted. */
+const maxRecordedRefusals = 100;
+/** The most nonces of decisions dropped unread that a record keeps. */
+const maxDroppedNonces = 20;
+
+/** Starts a call's record and registers its query and decision signal. */
+export function openCall(request: ToolCallRequest): CallState {
+  const info = workflowInfo();
+  const record: CallRecord = {
+    callId: info.workflowId,
+    runId: info.runId,
+    tool: request.tool,
+    tenant: request.context.tenant,
+    principal: request.context.principal,
+    principalKind: request.context.principalKind,
+    ...(request.key !== undefined ? { key: request.key } : {}),
+    fingerprint: request.fingerprint,
+    input: request.input,
+    status: 'pending',
+    effect: 'none',
+    attempts: 0,
+    transitions: [{ status: 'pending', at: now() }],
+    refusedDecisions: [],
+    ...(request.replay ? { replay: request.replay } : {}),
+  };
+  // The gate protocol is pinned by the start event: histories from earlier protocols replay down
+  // the path they took.
+  const protocol = request.protocol ?? 1;
+  const call: CallState = {
+    request,
+    record,
+    lean: protocol >= leanGatesProtocol,
+    recorded: protocol >= recordedValidationProtocol,
+    pendingDecisions: [],
+    decided: false,
+    checkQueuedAtExpiry: false,
+    admitting: false,
+    admitInExecution: false,
+    checkedByExecutor: false,
+    input: request.input,
+  };
+  setHandler(recordQuery, () => record);
+  setHandler(decisionSignal, (payload: unknown) => receiveDecision(call, payload));
+  return call;
+}
+
+function receiveDecision(call: CallState, payload: unknown): void {
+  const { record } = call;
+  // A flood of signals must not grow the record past Temporal's payload limit: the queue is
+  // bounded and refusals past a cap are only counted.
+  if (call.pendingDecisions.length >= maxPendingDecisions) {
+    record.refusedDecisionsDropped = (record.refusedDecisionsDropped ?? 0) + 1;
+    record.decisionsDroppedUnread = (record.decisionsDroppedUnread ?? 0) + 1;
+    const { nonce } = describeClaim(payload);
+    if (nonce !== undefined) {
+      record.droppedUnreadNonces = [...(record.droppedUnreadNonces ?? []), nonce].slice(-maxDroppedNonces);
+    }
+    return;
+  }
+  if (call.decided) {
+    // A decision after the first accepted one never counts; it is recorded and nothing else.
+    recordRefusal(call, { at: now(), ...describeClaim(payload), reason: 'the call was already decided' });
+    return;
+  }
+  call.pendingDecisions.push(payload);
+}
+
+/** The workflow's clock, as an ISO string. */
+export function now(): string {
+  return new Date().toISOString();
+}
+
+/** Moves the call to `status`; `index: false` keeps it out of visibility (the record still has it). */
+export function transition(call: CallState, status: CallStatus, options: { index?: boolean } = {}): void {
+  const { record } = call;
+  record.status = status;
+  record.transitions.push({ status, at: now() });
+  if (options.index === false) return;
+  const updates: SearchAttributeUpdatePair[] = [
+    { key: searchAttributeKeys.callStatus, value: status },
+    { key: searchAttributeKeys.callEffect, value: record.effect },
+  ];
+  if (record.reason) updates.push({ key: searchAttributeKeys.reasonCode, value: record.reason });
+  upsertSearchAttributes(updates);
+}
+
+/** Settles the call's outcome and unwinds the gates. */
+export function close(
+  call: CallState,
+  status: CallStatus,
+  reason: ReasonCode | undefined,
+  effect: CallEffect,
+  message?: string,
+): never {
+  const { record } = call;
+  record.effect = effect;
+  if (reason) record.reason = reason;
+  record.message = message ?? (reason ? reasonCodes[reason].meaning : undefined);
+  transition(call, status);
+  throw new CallClosed();
+}
+
+/** Denies the call: nothing ran, so its effect is none. */
+export function deny(call: CallState, reason: ReasonCode, message?: string): never {
+  return close(call, 'denied', reason, 'none', message);
+}
+
+export function recordRefusal(call: CallState, refusal: CallRecord['refusedDecisions'][number]): void {
+  const { record } = call;
+  if (record.refusedDecisions.length >= maxRecordedRefusals) {
+    record.refusedDecisionsDropped = (record.refusedDecisionsDropped ?? 0) + 1;
+  } else {
+    record.refusedDecisions.push(refusal);
+  }
+}
+
+/** What a refused payload claimed, for the audit. The payload is untrusted, so read defensively. */
+export function describeClaim(payload: unknown): {
+  decision: string;
+  claimedApprover: string;
+  nonce?: string;
+} {
+  const claims =
+    payload && typeof payload === 'object' && 'claims' in payload
+      ? (payload as { claims: unknown }).claims
+      : undefined;
+  const read = (field: string) =>
+    claims && typeof claims === 'object' && typeof (claims as Record<string, unknown>)[field] === 'string'
+      ? ((claims as Record<string, unknown>)[field] as string).slice(0, 128)
+      : undefined;
+  const nonce = read('nonce');
+  return {
+    decision: read('decision') ?? 'unknown',
+    claimedApprover: read('approver') ?? 'unknown',
+    ...(nonce ? { nonce } : {}),
+  };
+}
