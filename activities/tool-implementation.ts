@@ -2,6 +2,8 @@ import type { z } from 'zod';
 import type { CallContext, CallEffect } from '../src/contracts/call-record.ts';
 import type { ToolContract } from '../src/contracts/define-tool.ts';
 
+export { ToolDenied, ToolError } from '../src/contracts/errors.ts';
+
 /** What a tool's code receives for one attempt. */
 export interface ToolExecution<Input> {
   /** The validated input. */
@@ -51,33 +53,4 @@ export function implementCompensation<Schema extends z.ZodType>(
   if (!contract.compensation)
     throw new TypeError(`Tool ${contract.name} has no compensation in its contract.`);
   return { name: contract.compensation, execute: execute as CompensationImplementation['execute'] };
-}
-
-/**
- * An error a tool raises on purpose. Its message is shown to the model, so it must be safe: no
- * paths, hosts or secrets. Say `effect: 'none'` when the tool knows it changed nothing, so the key
- * can be released.
- */
-export class ToolError extends Error {
-  override readonly name = 'ToolError';
-  readonly effect: CallEffect | undefined;
-  readonly retryable: boolean;
-  constructor(message: string, options: { effect?: CallEffect; retryable?: boolean; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.effect = options.effect;
-    this.retryable = options.retryable ?? true;
-  }
-}
-
-/**
- * A refusal from an execution-time check (a path that escapes its sandbox, a URL that resolves to a
- * private address). It always happens before the side effect, so the call ends `denied`.
- */
-export class ToolDenied extends Error {
-  override readonly name = 'ToolDenied';
-  readonly reason: 'NOT_ALLOWED' | 'INVALID_INPUT';
-  constructor(message: string, reason: 'NOT_ALLOWED' | 'INVALID_INPUT' = 'INVALID_INPUT') {
-    super(message);
-    this.reason = reason;
-  }
 }

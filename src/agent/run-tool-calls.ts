@@ -2,7 +2,8 @@ import type { ToolgateClient } from '../client/toolgate-client.ts';
 import type { CallContext, CallRecord } from '../contracts/call-record.ts';
 import { isTerminalStatus } from '../contracts/call-record.ts';
 import { lookupTool, type ToolCatalog } from '../contracts/define-tool.ts';
-import { deriveCallKey, KeyDerivationError } from '../contracts/prepare-call.ts';
+import { KeyDerivationError, NoWorkerAnsweredError, ToolgateUsageError } from '../contracts/errors.ts';
+import { deriveCallKey } from '../contracts/prepare-call.ts';
 import {
   modelErrorText,
   modelResultForInfrastructureError,
@@ -241,8 +242,7 @@ export async function runOneToolCall(
         text: modelErrorText('INVALID_INPUT', error.message),
       };
     }
-    // By name, not instanceof: this file reaches agent workflows, which must not import the client.
-    if (error instanceof Error && error.name === 'ToolgateUsageError') {
+    if (error instanceof ToolgateUsageError) {
       return { ...base, state: 'not_started', ...modelResultForSetupError() };
     }
     return { ...base, state: 'not_started', ...modelResultForInfrastructureError() };
@@ -391,16 +391,15 @@ function boundOf(noWorkerAfterMs: number | undefined): number | undefined {
 
 /**
  * Whether the error says no worker ran or answered for a call: the client's NoWorkerAnsweredError or
- * the adapters' own give-up, which is named alike. Only the error itself is checked, not its causes.
- * By name, not `instanceof`: this file reaches agent workflows, which must not import the client.
+ * the adapters' own give-up, which is one. Only the error itself is checked, not its causes.
  */
 export function isNoWorkerError(error: unknown): boolean {
-  return error instanceof Error && error.name === 'NoWorkerAnsweredError';
+  return error instanceof NoWorkerAnsweredError;
 }
 
-/** The poll's own give-up, named like the client's so that both are handled alike. */
-class NoWorkerBoundError extends Error {
-  override readonly name = 'NoWorkerAnsweredError';
+/** The poll's own give-up: a NoWorkerAnsweredError, so both are handled alike. */
+class NoWorkerBoundError extends NoWorkerAnsweredError {
+  override readonly name = 'NoWorkerBoundError';
   constructor(callId: string, waitedMs: number) {
     super(
       `No worker has polled the task queue of ${callId} for ${Math.round(waitedMs / 1000)} s, so nothing can run it. ` +

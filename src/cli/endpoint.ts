@@ -8,6 +8,9 @@ import { resolveConnection, resolveDataDir, type SettingSource } from '../client
 import { ToolgateOperations } from '../client/operations.ts';
 import { ToolgateClient } from '../client/toolgate-client.ts';
 import type { LoadedConfig } from '../config/load-config.ts';
+import { ConfigError, EndpointUnavailableError } from '../contracts/errors.ts';
+
+export { EndpointUnavailableError };
 
 /** What `toolgate dev` writes to `<dataDir>/endpoint.json`, so other commands find the server. */
 export interface EndpointFile {
@@ -65,11 +68,6 @@ export async function readEndpointFile(dataDir: string): Promise<EndpointFile | 
   }
 }
 
-/** A connection problem the user can fix: no server found, or none answering. */
-export class EndpointUnavailableError extends Error {
-  override readonly name = 'EndpointUnavailableError';
-}
-
 /**
  * Finds the cluster by the one precedence rule (`resolveConnection`): flags, environment, the
  * config file, a Temporal profile, then the endpoint file a running `toolgate dev` wrote.
@@ -102,11 +100,6 @@ export async function resolveEndpoint(
   };
 }
 
-/** A key file that exists but cannot be used; the message names it and says what to do. */
-export class ApprovalKeyFileError extends Error {
-  override readonly name = 'ApprovalKeyFileError';
-}
-
 /**
  * Reads the data directory's approval private key for signing. A file that is not an Ed25519
  * private key in PEM (truncated, edited, replaced) is named, with what to do, instead of OpenSSL's
@@ -121,14 +114,14 @@ export async function readApprovalPrivateKey(file: string): Promise<KeyObject> {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const detail = error instanceof Error ? error.message : String(error);
-    throw new ApprovalKeyFileError(
+    throw new ConfigError(
       code === 'EACCES' || code === 'EPERM' || code === 'EISDIR'
         ? `The approval key ${file} cannot be read (${detail}). Run as the user that owns the data directory.`
         : `The approval key ${file} is not a PEM private key (${detail}): it is damaged. ${remedy}`,
     );
   }
   if (key.asymmetricKeyType !== 'ed25519') {
-    throw new ApprovalKeyFileError(
+    throw new ConfigError(
       `The approval key ${file} is a ${key.asymmetricKeyType ?? 'unknown'} key, not an Ed25519 one. ${remedy}`,
     );
   }

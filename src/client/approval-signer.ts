@@ -10,6 +10,9 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type DecisionClaims, decisionClaimsSchema, type SignedDecision } from '../contracts/approval.ts';
 import { canonicalJson } from '../contracts/canonical-json.ts';
+import { InvalidDecisionClaimsError } from '../contracts/errors.ts';
+
+export { InvalidDecisionClaimsError };
 
 /**
  * Signs approval decisions. Only trusted approval surfaces (the inbox, an operator's CLI) hold the
@@ -17,15 +20,6 @@ import { canonicalJson } from '../contracts/canonical-json.ts';
  */
 export interface ApprovalSigner {
   sign(claims: DecisionClaims): SignedDecision;
-}
-
-/**
- * Claims that break the rules the workers check them by (src/contracts/approval.ts): an empty
- * approver, a comment over 2000 characters… Signing them would only produce a decision the worker
- * records as "not a signed decision", so they are refused before anything is signed or sent.
- */
-export class InvalidDecisionClaimsError extends TypeError {
-  override readonly name = 'InvalidDecisionClaimsError';
 }
 
 /** How each claim is named in a problem; callers (the CLI) may name their flags instead. */

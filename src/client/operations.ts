@@ -6,6 +6,7 @@ import {
 } from '@temporalio/client';
 import type { CallRecord, ReplayInfo, UndoInfo } from '../contracts/call-record.ts';
 import { lookupTool, type ToolCatalog } from '../contracts/define-tool.ts';
+import { NotACallError, UnknownRunError } from '../contracts/errors.ts';
 import { searchAttributeKeys } from '../contracts/search-attributes.ts';
 import { tierIsRetrySafe } from '../contracts/tier.ts';
 import { type ToolUndoRequest, type ToolUndoResult, undoIdSuffix } from '../contracts/undo.ts';
@@ -110,33 +111,6 @@ export interface ToolgateOperationsOptions {
   /** The workflow types; match the worker's. */
   readonly callWorkflowType?: string;
   readonly undoWorkflowType?: string;
-}
-
-/**
- * `get <id> --run <run>` named a run that is not one of the call's (unknown, or not a run ID at
- * all), while the call itself exists. A {@link WorkflowNotFoundError}, so the CLI exits "not found".
- */
-export class UnknownRunError extends WorkflowNotFoundError {
-  override readonly name = 'UnknownRunError';
-}
-
-/**
- * The ID names a workflow that is not a toolgate call, such as the undo of a call
- * (`<call id>/undo`). Not a {@link WorkflowNotFoundError}: the CLI replaces the message of those
- * with a plain "there is no call", and this one's message says what the ID is and which call to
- * read instead.
- */
-export class NotACallError extends Error {
-  override readonly name = 'NotACallError';
-  readonly workflowId: string;
-  /** The call this workflow belongs to, when it is a call's undo. */
-  readonly belongsTo: string | undefined;
-
-  constructor(message: string, workflowId: string, belongsTo: string | undefined) {
-    super(message);
-    this.workflowId = workflowId;
-    this.belongsTo = belongsTo;
-  }
 }
 
 /** gRPC's INVALID_ARGUMENT status code: what the server answers for a run ID that is not a UUID. */
@@ -562,4 +536,5 @@ function errorItem(call: CallSummary, error: unknown): BulkReplayItem {
   };
 }
 
+export { NotACallError, UnknownRunError } from '../contracts/errors.ts';
 export { buildListQuery, type ListFilters, parseSince } from './list-query.ts';

@@ -4,10 +4,13 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as z from 'zod';
 import type { CompensationImplementation, ToolImplementation } from '../../activities/tool-implementation.ts';
 import type { ToolCatalog } from '../contracts/define-tool.ts';
+import { ConfigError } from '../contracts/errors.ts';
 import { sideEffectTiers } from '../contracts/tier.ts';
 import type { AllowlistPolicy } from '../policy/allowlist.ts';
 import { normalizeName } from '../policy/approver-names.ts';
 import type { ApproverEntry, ConnectionConfig, Provided, ToolgateConfig } from './define-config.ts';
+
+export { ConfigError };
 
 /** The names a config file may have, looked for in this order in the working folder. */
 export const configFileNames = [
@@ -16,11 +19,6 @@ export const configFileNames = [
   'toolgate.config.js',
   'toolgate.config.mjs',
 ] as const;
-
-/** A config that cannot be used: missing, unloadable, or wrong in a named field. */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
 
 /** A config file, checked, with its paths made absolute. */
 export interface LoadedConfig {

@@ -2,6 +2,7 @@ import type { SearchAttributePair } from '@temporalio/common';
 import { describeKeyRules, idempotencyKeyPattern, callId as makeCallId } from './call-id.ts';
 import type { CallContext, CallRecord, CallStatus, ReplayInfo } from './call-record.ts';
 import { checkInput, lookupTool, type ToolCatalog } from './define-tool.ts';
+import { KeyDerivationError } from './errors.ts';
 import { callFingerprint } from './fingerprint.ts';
 import {
   checkInputLimits,
@@ -11,6 +12,8 @@ import {
 } from './limits.ts';
 import type { ReasonCode } from './reason-codes.ts';
 import { searchAttributeKeys } from './search-attributes.ts';
+
+export { KeyDerivationError };
 
 /** What a caller asks for: a tool, its arguments and, for lasting effects, an idempotency key. */
 export interface CallRequest {
@@ -104,14 +107,6 @@ export type PreparedCall =
       readonly searchAttributes: SearchAttributePair[];
     }
   | { readonly ok: false; readonly record: CallRecord };
-
-/**
- * A key function (the contract's or the caller's) threw for these arguments. `prepareCall` turns it
- * into an INVALID_INPUT refusal; nothing is started.
- */
-export class KeyDerivationError extends Error {
-  override readonly name = 'KeyDerivationError';
-}
 
 /** What the model and the record are told when a key function throws. */
 export const keyDerivationFailureMessage =

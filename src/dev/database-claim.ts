@@ -2,6 +2,9 @@ import { execFile } from 'node:child_process';
 import { unlinkSync } from 'node:fs';
 import { readdir, readFile, readlink, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
+import { DatabaseInUseError } from '../contracts/errors.ts';
+
+export { DatabaseInUseError };
 
 /**
  * One Temporal dev server per SQLite file. The dev server is a one-node cluster that takes its
@@ -44,11 +47,6 @@ export interface ClaimOptions {
   readonly listProcesses?: () => Promise<readonly ListedProcess[]>;
   /** How long an orphaned server gets to stop after SIGTERM before SIGKILL. Default 10000. */
   readonly orphanGraceMilliseconds?: number;
-}
-
-/** Another live process holds the database; the message says which and what to do. */
-export class DatabaseInUseError extends Error {
-  override readonly name = 'DatabaseInUseError';
 }
 
 /** The claim file of a database. */

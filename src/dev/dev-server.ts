@@ -2,6 +2,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { ToolgateError } from '../contracts/errors.ts';
 import { claimDatabase, type DatabaseClaim } from './database-claim.ts';
 import { type FoundCli, findTemporalCli } from './find-cli.ts';
 import { findFreePort } from './ports.ts';
@@ -175,9 +176,19 @@ async function startClaimed(
   }
 }
 
-class PortTakenError extends Error {}
+/** A port taken between the probe and the bind: the start is tried again on other ports. */
+class PortTakenError extends ToolgateError {
+  constructor(message: string) {
+    super('UNAVAILABLE', message);
+  }
+}
 
-class IncompleteDatabaseError extends Error {}
+/** A database file without a schema, left by a first start that was killed: moved aside, started again. */
+class IncompleteDatabaseError extends ToolgateError {
+  constructor(message: string) {
+    super('CONFIG', message);
+  }
+}
 
 /**
  * start-dev creates the schema only when the DB file does not exist, so a file left empty by a

@@ -143,7 +143,9 @@ describe('a call no worker picks up, with noWorkerAfterMs', () => {
     expect(outcome).toMatchObject({ state: 'pending', callId, runId, isError: false });
     expect(outcome.text).toContain('no worker is running it yet');
     expect(errors).toHaveLength(1);
-    expect((errors[0] as Error).name).toBe('NoWorkerAnsweredError');
+    // The poll's own give-up is a NoWorkerAnsweredError of its own name, so it is handled like the client's.
+    expect(errors[0]).toBeInstanceOf(NoWorkerAnsweredError);
+    expect((errors[0] as Error).name).toBe('NoWorkerBoundError');
     // With no worker, the record query is asked briefly (to see a call that closed meanwhile).
     expect(client.getCalls.every((call) => call.runId === runId && call.queryTimeoutMs === 1_000)).toBe(true);
   });

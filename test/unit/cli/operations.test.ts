@@ -1,7 +1,7 @@
 import { type Client, ServiceError, WorkflowNotFoundError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { exampleCatalog } from '../../../examples/contracts.ts';
-import { ToolgateOperations } from '../../../src/client/operations.ts';
+import { ToolgateOperations, UnknownRunError } from '../../../src/client/operations.ts';
 import { ToolgateClient } from '../../../src/client/toolgate-client.ts';
 import type { CallRecord } from '../../../src/contracts/call-record.ts';
 import { searchAttributeKeys } from '../../../src/contracts/search-attributes.ts';
@@ -165,8 +165,9 @@ describe('ToolgateOperations.get with --run', () => {
     const { operations } = server();
     for (const runId of [uuid(9), 'bogus']) {
       const failure = operations.get(callId, { runId });
-      // A WorkflowNotFoundError: the CLI maps it to exit 5, the not-found code.
-      await expect(failure).rejects.toBeInstanceOf(WorkflowNotFoundError);
+      // A NOT_FOUND error of toolgate's family: the CLI maps it to exit 5, the not-found code.
+      await expect(failure).rejects.toMatchObject({ code: 'NOT_FOUND', name: 'UnknownRunError' });
+      await expect(failure).rejects.toBeInstanceOf(UnknownRunError);
       await expect(failure).rejects.toThrow(
         `The call ${callId} has no run ${runId}: that run ID is unknown for this call.`,
       );
