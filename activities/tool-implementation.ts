@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { CallContext, CallEffect } from '../src/contracts/call-record.ts';
+import type { CallContext } from '../src/contracts/call-record.ts';
 import type { ToolContract } from '../src/contracts/define-tool.ts';
 
 export { ToolDenied, ToolError } from '../src/contracts/errors.ts';
