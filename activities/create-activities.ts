@@ -116,7 +116,7 @@ function contractsOf(options: CreateActivitiesOptions): Map<string, ToolContract
 /** The admission local activity: the allowlist and load gates, and from protocol 3 the arguments. */
 function admitCall(worker: Worker, request: Parameters<ToolgateActivities['admitCall']>[0]): AdmitDecision {
   const gateRequest = admitRequestOf(request);
-  const decision = worker.admission.admit(gateRequest);
+  const decision = worker.admission.admit(gateRequest, { loadGates: !request.allowlistOnly });
   if (!request.check || !decision.allowed) return decision;
   const checked = check(worker, request.tool, request.input, request.callId);
   if (!checked) {

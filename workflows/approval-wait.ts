@@ -150,7 +150,8 @@ async function checkNextDecision(
         ...(verdict.nonce ? { nonce: verdict.nonce } : {}),
         reason: verdict.reason,
       };
-  if (refusal.nonce) seenNonces.add(refusal.nonce);
+  // A refused decision uses up its nonce only for calls started before `nonce-used-when-counted`.
+  if (refusal.nonce && !call.countedNoncesOnly) seenNonces.add(refusal.nonce);
   recordRefusal(call, { at: now(), ...refusal });
   log.warn('approval decision refused', { callId: record.callId, ...refusal });
   return undefined;

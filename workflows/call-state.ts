@@ -54,6 +54,10 @@ export interface CallState {
   contract?: ToolContract;
   /** Whether the approval wait is `awaitDecisionUntilExpiry` (see `decisionsQueuedAtExpiryPatch`). */
   checkQueuedAtExpiry: boolean;
+  /** Only a decision that counts uses its nonce (see `nonceUsedWhenCountedPatch`). */
+  countedNoncesOnly: boolean;
+  /** The tier needs a key and the call has none: KEY_REQUIRED once the allowlist and arguments pass. */
+  keyMissing: boolean;
   admission?: AdmitDecision;
   /** An admission is in flight: a slot may be held even if it is interrupted. */
   admitting: boolean;
@@ -72,29 +76,38 @@ const maxRecordedRefusals = 100;
 /** The most nonces of decisions dropped unread that a record keeps. */
 const maxDroppedNonces = 20;
 
-/** Starts a call's record and registers its query and decision signal. */
+/**
+ * Starts a call's record and registers its query and decision signal. The request is read
+ * defensively: a workflow started by hand with a malformed one still gets a record, which gate 1
+ * then closes as INVALID_INPUT (`describeRequestProblem`).
+ */
 export function openCall(request: ToolCallRequest): CallState {
   const info = workflowInfo();
+  const given = (typeof request === 'object' && request !== null ? request : {}) as Partial<ToolCallRequest>;
+  const context = (
+    typeof given.context === 'object' && given.context !== null ? given.context : {}
+  ) as Partial<ToolCallRequest['context']>;
+  const text = (value: unknown) => (typeof value === 'string' ? value : '');
   const record: CallRecord = {
     callId: info.workflowId,
     runId: info.runId,
-    tool: request.tool,
-    tenant: request.context.tenant,
-    principal: request.context.principal,
-    principalKind: request.context.principalKind,
-    ...(request.key !== undefined ? { key: request.key } : {}),
-    fingerprint: request.fingerprint,
-    input: request.input,
+    tool: text(given.tool),
+    tenant: text(context.tenant),
+    principal: text(context.principal),
+    principalKind: context.principalKind ?? 'agent',
+    ...(given.key !== undefined ? { key: given.key } : {}),
+    fingerprint: text(given.fingerprint),
+    input: given.input,
     status: 'pending',
     effect: 'none',
     attempts: 0,
     transitions: [{ status: 'pending', at: now() }],
     refusedDecisions: [],
-    ...(request.replay ? { replay: request.replay } : {}),
+    ...(given.replay ? { replay: given.replay } : {}),
   };
   // The gate protocol is pinned by the start event: histories from earlier protocols replay down
   // the path they took.
-  const protocol = request.protocol ?? 1;
+  const protocol = typeof given.protocol === 'number' ? given.protocol : 1;
   const call: CallState = {
     request,
     record,
@@ -103,10 +116,12 @@ export function openCall(request: ToolCallRequest): CallState {
     pendingDecisions: [],
     decided: false,
     checkQueuedAtExpiry: false,
+    countedNoncesOnly: false,
+    keyMissing: false,
     admitting: false,
     admitInExecution: false,
     checkedByExecutor: false,
-    input: request.input,
+    input: given.input,
   };
   setHandler(recordQuery, () => record);
   setHandler(decisionSignal, (payload: unknown) => receiveDecision(call, payload));

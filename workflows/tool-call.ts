@@ -28,7 +28,7 @@ import { checkArguments, previewOf } from '../src/contracts/check-arguments.ts';
 import { lookupTool, type ToolCatalog, type ToolContract } from '../src/contracts/define-tool.ts';
 import { callFingerprint } from '../src/contracts/fingerprint.ts';
 import { checkInputLimits, defaultPayloadLimits, type PayloadLimits } from '../src/contracts/limits.ts';
-import type { ToolCallRequest } from '../src/contracts/prepare-call.ts';
+import { describeRequestProblem, type ToolCallRequest } from '../src/contracts/prepare-call.ts';
 import { reasonCodes } from '../src/contracts/reason-codes.ts';
 import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
 import { tierRequiresKey } from '../src/contracts/tier.ts';
@@ -65,6 +65,21 @@ export interface ToolCallWorkflowOptions {
  * looked up.
  */
 export const decisionsQueuedAtExpiryPatch = 'decisions-queued-at-expiry';
+
+/**
+ * The patch under which a keyless call of a tier that needs a key is checked by the allowlist and
+ * the arguments before the key rule (one admission local activity that takes no quota slot), so a
+ * tool the caller may not use is NOT_ALLOWED and bad arguments are INVALID_INPUT, whatever the key.
+ * Asked only for such calls, in their first activation.
+ */
+export const keyRuleAfterGatesPatch = 'key-rule-after-gates';
+
+/**
+ * The patch under which only a decision that counts uses up its nonce: a refused one (unsigned,
+ * badly signed, from a non-approver) no longer takes the nonce a valid decision then carries. Set
+ * in the first workflow task of approval-tier calls.
+ */
+export const nonceUsedWhenCountedPatch = 'nonce-used-when-counted';
 
 const cancelledBeforeRunMessage = 'The call was cancelled before its tool ran; nothing ran.';
 
@@ -112,7 +127,16 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
  */
 function checkIdempotency(call: CallState, settings: GateSettings): void {
   const { request, record } = call;
-  if (typeof request.tool !== 'string') deny(call, 'INVALID_INPUT', 'The tool name must be a string.');
+  const malformed = describeRequestProblem(request);
+  if (malformed) {
+    deny(
+      call,
+      'INVALID_INPUT',
+      typeof request?.tool === 'number' || typeof request?.tool === 'object'
+        ? 'The tool name must be a string.'
+        : `The call request is malformed (${malformed}). Start calls with ToolgateClient or callToolAsChild.`,
+    );
+  }
   const breach = checkInputLimits(request.input, settings.limits);
   if (breach) deny(call, 'PAYLOAD_TOO_LARGE', breach.message);
   if (callFingerprint(request.tool, request.input) !== request.fingerprint) {
@@ -126,10 +150,11 @@ function checkIdempotency(call: CallState, settings: GateSettings): void {
   call.contract = contract;
   if (!contract) return;
   if (contract.tier === 'approval') {
-    // Asked here, in the call's first activation, and not where it is used: there, right after a
-    // local activity, a replay can see the patch marker one workflow task late, while a first
+    // Asked here, in the call's first activation, and not where they are used: there, right after
+    // a local activity, a replay can see a patch marker one workflow task late, while a first
     // activation always sees its own.
     call.checkQueuedAtExpiry = patched(decisionsQueuedAtExpiryPatch);
+    call.countedNoncesOnly = patched(nonceUsedWhenCountedPatch);
   }
   record.tier = contract.tier;
   // The tier comes from the contract here, never from the caller. On the lean path a client with
@@ -141,13 +166,28 @@ function checkIdempotency(call: CallState, settings: GateSettings): void {
     upsertSearchAttributes([{ key: searchAttributeKeys.toolTier, value: contract.tier }]);
   }
   if (tierRequiresKey(contract.tier) && request.key === undefined) {
+    // Since this patch the allowlist and the arguments answer first (gates 2 and 3): a model is
+    // never told to add a key to a call that could not run anyway. Calls started before it were
+    // denied here.
+    if (patched(keyRuleAfterGatesPatch)) {
+      call.keyMissing = true;
+      return;
+    }
     // A contract that derives its key from the arguments has none to give for arguments it cannot
     // take (a client with the catalog then sends no key): what the caller can fix is the
     // arguments, so that is what it is told.
     const verdict = contract.idempotencyKey ? checkArguments(contract, request.input) : undefined;
     if (verdict && !verdict.ok) deny(call, 'INVALID_INPUT', verdict.message);
-    deny(call, 'KEY_REQUIRED', `${contract.name} is ${contract.tier}: ${reasonCodes.KEY_REQUIRED.nextStep}`);
+    denyKeyRequired(call, contract);
   }
+}
+
+function denyKeyRequired(call: CallState, contract: ToolContract): never {
+  return deny(
+    call,
+    'KEY_REQUIRED',
+    `${contract.name} is ${contract.tier}: ${reasonCodes.KEY_REQUIRED.nextStep}`,
+  );
 }
 
 /**
@@ -181,6 +221,8 @@ async function admit(call: CallState, settings: GateSettings): Promise<AdmitDeci
     context: call.request.context,
     // Protocol 3: the arguments are checked with the admission, and the verdict recorded.
     ...(call.recorded ? { check: true, input: call.request.input } : {}),
+    // A call without the key its tier needs ends KEY_REQUIRED: it takes no quota slot.
+    ...(call.keyMissing ? { allowlistOnly: true } : {}),
   });
   call.admission = decision;
   call.admitting = false;
@@ -201,7 +243,7 @@ async function admit(call: CallState, settings: GateSettings): Promise<AdmitDeci
 async function validateArguments(call: CallState, settings: GateSettings): Promise<void> {
   const tool = call.contract!;
   call.checkedByExecutor = call.recorded && (call.admitInExecution || call.admission?.validated === true);
-  if (call.checkedByExecutor) return;
+  if (call.checkedByExecutor) return requireKey(call);
   // A schema that throws denies the call instead of failing the workflow task, which would hold the
   // call open until a new worker version shipped.
   const verdict = checkArguments(tool, call.request.input);
@@ -217,6 +259,12 @@ async function validateArguments(call: CallState, settings: GateSettings): Promi
     deny(call, 'INVALID_INPUT', verdict.message);
   }
   call.input = verdict.data;
+  requireKey(call);
+}
+
+/** The key rule of gate 1, applied once the allowlist and the arguments have passed. */
+function requireKey(call: CallState): void {
+  if (call.keyMissing) denyKeyRequired(call, call.contract!);
 }
 
 /** Gate 4: an approval-tier call waits for a human decision that counts, or expires. */

@@ -21,6 +21,11 @@ export interface AdmitRequest {
 export interface AdmitCallRequest extends AdmitRequest {
   readonly check?: boolean;
   readonly input?: unknown;
+  /**
+   * The allowlist (and with `check` the arguments) only, no load gate: the call has no key yet, so
+   * it ends KEY_REQUIRED and must hold no slot.
+   */
+  readonly allowlistOnly?: boolean;
 }
 
 /** The policy decision, recorded in history so a replay takes the same branch. */
@@ -141,6 +146,8 @@ export interface ToolFailureDetails {
    */
   readonly admission?: boolean;
   readonly retryAfterSeconds?: number;
+  /** False when the tool said that repeating the call cannot help (`ToolError({ retryable: false })`). */
+  readonly retryable?: boolean;
 }
 
 /** What the `lookupToolCall` local activity reports about an existing call. */

@@ -136,6 +136,8 @@ export interface CallRecord {
   readonly synthetic?: boolean;
   /** Seconds the caller should wait before trying again, for RATE_LIMITED. */
   retryAfterSeconds?: number;
+  /** False when the tool said that repeating the call cannot help, whatever its reason code says. */
+  retryable?: boolean;
 }
 
 /**

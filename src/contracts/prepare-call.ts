@@ -108,6 +108,36 @@ export type PreparedCall =
     }
   | { readonly ok: false; readonly record: CallRecord };
 
+/**
+ * What is wrong with a toolCall workflow's input, or undefined when it has the shape clients and
+ * child calls send. A workflow started by hand with anything else is closed at once, INVALID_INPUT,
+ * instead of failing its first task again and again.
+ */
+export function describeRequestProblem(request: unknown): string | undefined {
+  if (typeof request !== 'object' || request === null || Array.isArray(request)) {
+    return 'the workflow input is not a call request object';
+  }
+  const given = request as Record<string, unknown>;
+  const context = given['context'];
+  const fields: Array<[string, boolean]> = [
+    ['tool', typeof given['tool'] === 'string'],
+    ['fingerprint', typeof given['fingerprint'] === 'string'],
+    ['context', typeof context === 'object' && context !== null],
+    ['key', given['key'] === undefined || typeof given['key'] === 'string'],
+    ['protocol', given['protocol'] === undefined || typeof given['protocol'] === 'number'],
+  ];
+  const wrong = fields.find(([, ok]) => !ok);
+  if (wrong) return `${wrong[0]} is missing or of the wrong type`;
+  const caller = context as Record<string, unknown>;
+  if (typeof caller['tenant'] !== 'string' || typeof caller['principal'] !== 'string') {
+    return 'context.tenant and context.principal must be strings';
+  }
+  if (!['human', 'agent', 'service'].includes(caller['principalKind'] as string)) {
+    return "context.principalKind must be 'human', 'agent' or 'service'";
+  }
+  return undefined;
+}
+
 /** What the model and the record are told when a key function throws. */
 export const keyDerivationFailureMessage =
   "No idempotency key could be derived from these arguments: the tool's key function failed on them. " +

@@ -7,7 +7,11 @@ import { exampleToolSet } from '../../examples/tool-set.ts';
 import { bundleToolgateWorkflows } from '../../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
 import { childRefusesLongToolNamePatch } from '../../workflows/child-call.ts';
-import { decisionsQueuedAtExpiryPatch } from '../../workflows/tool-call.ts';
+import {
+  decisionsQueuedAtExpiryPatch,
+  keyRuleAfterGatesPatch,
+  nonceUsedWhenCountedPatch,
+} from '../../workflows/tool-call.ts';
 
 const root = fileURLToPath(new URL('../fixtures/histories/', import.meta.url));
 const firstProtocolPaths = [
@@ -74,6 +78,14 @@ const requiredPaths: Record<string, readonly string[]> = {
     'keyless-invalid-input-before-patch',
     'keyless-key-required-before-patch',
     'nonce-claimed-by-forgery-before-patch',
+    // The same calls since those patches: NOT_ALLOWED, INVALID_INPUT, then KEY_REQUIRED after an
+    // admission local activity; the valid decision counts. And a workflow started by hand without a
+    // call context, closed at once INVALID_INPUT.
+    'keyless-not-allowed',
+    'keyless-invalid-input',
+    'keyless-key-required',
+    'nonce-claimed-by-forgery',
+    'malformed-start',
   ],
 };
 /** The example catalog has no fast-path tool: these histories replay with test/support/workflows/fast-path.ts. */
@@ -170,6 +182,36 @@ describe('recorded histories replay against the current workflow code', () => {
         ended: 1,
       });
     }
+  });
+
+  it('keyless calls of key-requiring tiers: the key rule first before its patch, the allowlist first since', async () => {
+    const localActivities = (events: RecordedEvent[]) =>
+      events.filter((event) => event['markerRecordedEventAttributes']?.markerName === 'core_local_activity')
+        .length;
+    for (const name of ['keyless-not-allowed', 'keyless-invalid-input', 'keyless-key-required']) {
+      const before = await recordedEvents(`${name}-before-patch`);
+      const since = await recordedEvents(name);
+      expect({ name, patches: patchesIn(before), admissions: localActivities(before) }).toEqual({
+        name,
+        patches: [],
+        admissions: 0,
+      });
+      expect({ name, patches: patchesIn(since), admissions: localActivities(since) }).toEqual({
+        name,
+        patches: [keyRuleAfterGatesPatch],
+        admissions: 1,
+      });
+    }
+  });
+
+  it("a forged decision claiming a valid one's nonce: the nonce patch is recorded only since it", async () => {
+    expect(patchesIn(await recordedEvents('nonce-claimed-by-forgery-before-patch'))).toEqual([
+      decisionsQueuedAtExpiryPatch,
+    ]);
+    expect(patchesIn(await recordedEvents('nonce-claimed-by-forgery'))).toEqual([
+      decisionsQueuedAtExpiryPatch,
+      nonceUsedWhenCountedPatch,
+    ]);
   });
 
   it('an over-long tool name in a child call: a child before the patch, none and a marker since', async () => {
