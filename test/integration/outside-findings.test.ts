@@ -23,7 +23,7 @@ describe('defects found from outside', () => {
   afterAll(async () => harness?.close());
 
   it('a keyless call of a key-requiring tier: NOT_ALLOWED and INVALID_INPUT come before KEY_REQUIRED', async () => {
-    const [notAllowed, escape, valid] = await Promise.all([
+    const [notAllowed, pathEscape, valid] = await Promise.all([
       // Not on the allowlist: the model must not learn that a key would help, or the tool's tier.
       harness.client.call({ tool: 'delete_everything', input: { confirm: true } }, agent),
       harness.client.call({ tool: 'write_report', input: { path: '../outside.md', content: 'x' } }, agent),
@@ -31,8 +31,8 @@ describe('defects found from outside', () => {
     ]);
     expect(notAllowed).toMatchObject({ status: 'denied', reason: 'NOT_ALLOWED', effect: 'none' });
     expect(notAllowed.message).not.toMatch(/key/i);
-    expect(escape).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none' });
-    expect(escape.message).toContain('path');
+    expect(pathEscape).toMatchObject({ status: 'denied', reason: 'INVALID_INPUT', effect: 'none' });
+    expect(pathEscape.message).toContain('path');
     expect(valid).toMatchObject({ status: 'denied', reason: 'KEY_REQUIRED', effect: 'none' });
     // The keyless calls held no quota slot: a keyed call of the same tool is admitted at once.
     const keyed = await harness.client.call(
