@@ -287,7 +287,11 @@ function classifyToolError(
     return failure(
       ToolFailureType.failed,
       error.message,
-      { ...(error.effect ? { effect: error.effect } : {}), attempt },
+      {
+        ...(error.effect ? { effect: error.effect } : {}),
+        ...(error.retryable ? {} : { retryable: false }),
+        attempt,
+      },
       !error.retryable,
     );
   }

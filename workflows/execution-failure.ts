@@ -116,6 +116,8 @@ export function endFailedExecution(call: CallState, error: unknown, checked: boo
   // A readonly tool never changed anything; other tiers may have, unless the tool said otherwise.
   const effect: CallEffect = tool.tier === 'readonly' ? 'none' : (details?.effect ?? 'unknown');
   const lasting = effect === 'unknown' && !tierIsRetrySafe(tool.tier);
+  // The tool's own word that repeating the call cannot help reaches the model (the record only).
+  if (kind === 'toolFailed' && details?.retryable === false) call.record.retryable = false;
   const ending = endings[kind];
   return close(
     call,

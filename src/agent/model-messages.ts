@@ -1,4 +1,4 @@
-import type { CallRecord, UndoInfo } from '../contracts/call-record.ts';
+import { type CallRecord, keyIsReleased, type UndoInfo } from '../contracts/call-record.ts';
 import { isReasonCode, type ReasonCode, reasonCodes } from '../contracts/reason-codes.ts';
 
 /**
@@ -35,8 +35,34 @@ export function modelResultForRecord(record: CallRecord): ModelToolResult {
     reason === 'RATE_LIMITED' && record.retryAfterSeconds !== undefined
       ? ` Wait at least ${Math.ceil(record.retryAfterSeconds)} seconds.`
       : '';
-  return { isError: true, text: truncate(modelErrorText(reason, detail) + retryAfter) };
+  return {
+    isError: true,
+    text: truncate(modelErrorText(reason, detail, whyRetryCannotHelp(record)) + retryAfter),
+  };
 }
+
+/**
+ * Why repeating this closed call unchanged cannot help although its reason code usually can be
+ * retried, or undefined when it can: the tool said so (`ToolError({ retryable: false })`), or the
+ * call keeps its key, so the same call would only return this record again.
+ */
+export function whyRetryCannotHelp(
+  record: Pick<CallRecord, 'status' | 'effect' | 'tier' | 'key' | 'retryable'>,
+): FinalReason | undefined {
+  if (record.retryable === false) return 'the tool said so';
+  if (record.key !== undefined && !keyIsReleased(record, record.tier)) return 'the key is taken';
+  return undefined;
+}
+
+/** Why a failure that is usually worth a retry is not worth one this time. */
+export type FinalReason = 'the tool said so' | 'the key is taken';
+
+const finalRetryText: Readonly<Record<FinalReason, string>> = {
+  'the tool said so':
+    'Retrying the same call unchanged will not help: the tool said it cannot succeed as asked. Do not repeat it; change the request, or report the error to the user.',
+  'the key is taken':
+    'Retrying the same call will not help: its idempotency key is taken, so a repeat only returns this result again. Check the current state first; a new action needs a new key.',
+};
 
 /**
  * A succeeded call an operator has undone, is undoing, or tried to undo. Its stored record still
@@ -85,9 +111,10 @@ function modelResultForUndone(record: CallRecord, undo: UndoInfo, output: string
  * The error text for a reason code, optionally with a specific detail from the call. Every code
  * yields the same three parts: what happened, whether a retry can help, what to do next.
  */
-export function modelErrorText(reason: ReasonCode, detail = ''): string {
+export function modelErrorText(reason: ReasonCode, detail = '', final?: FinalReason): string {
   const info = reasonCodes[reason];
   const what = detail.length > 0 ? detail : info.meaning;
+  if (info.retryable && final) return `Error ${reason}: ${ensureSentence(what)} ${finalRetryText[final]}`;
   const retry = info.retryable
     ? 'Retrying the same call may help.'
     : 'Retrying the same call unchanged will not help.';

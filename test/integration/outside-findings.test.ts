@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQuotaGate } from '../../activities/safety/admission-gates.ts';
+import { modelResultForRecord } from '../../src/agent/model-messages.ts';
 import { decisionClaims } from '../../src/client/approval-signer.ts';
 import { type CallRecord, releasedFailureType } from '../../src/contracts/call-record.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
@@ -82,6 +83,19 @@ describe('defects found from outside', () => {
         what,
       ).toEqual([]);
     }
+  });
+
+  it("a tool's ToolError({ retryable: false }) reaches the model as final, not as worth a retry", async () => {
+    const failed = await harness.client.call(
+      { tool: 'read_config', input: { name: 'missing_setting' } },
+      agent,
+    );
+    expect(failed).toMatchObject({ status: 'failed', reason: 'TOOL_FAILED', retryable: false, attempts: 1 });
+    const { text } = modelResultForRecord(failed);
+    expect(text).toContain(
+      'Retrying the same call unchanged will not help: the tool said it cannot succeed as asked.',
+    );
+    expect(text).not.toContain('may help');
   });
 
   it('a refused decision does not use up the nonce of the valid decision that follows it', async () => {
