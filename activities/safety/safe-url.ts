@@ -99,8 +99,11 @@ export function addressProblem(
     const ipv6 = parsed as ipaddr.IPv6;
     const parts = ipv6.parts;
     if (ipv6.isIPv4MappedAddress()) return 'IPv4-mapped IPv6 addresses are not allowed';
+    // ::1 and :: share the first six zero groups of the IPv4-compatible form; name them for what they are.
+    if (normalized === '0:0:0:0:0:0:0:1') return 'it is not a public internet address (loopback)';
+    if (normalized === '0:0:0:0:0:0:0:0') return 'it is not a public internet address (unspecified)';
     if (parts.slice(0, 6).every((part) => part === 0))
-      return 'IPv4-compatible and unspecified IPv6 addresses are not allowed';
+      return 'IPv4-compatible IPv6 addresses are not allowed';
     if (parts[0] === 0x64 && parts[1] === 0xff9b) return 'NAT64 addresses are not allowed';
     if (parts[0] === 0x2002) return '6to4 addresses are not allowed';
   }

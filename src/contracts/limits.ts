@@ -92,3 +92,82 @@ export function checkInputLimits(
   }
   return undefined;
 }
+
+/** What JSON calls a plain value's kind, for objects that only look like JSON. */
+const nonJsonObjects: Readonly<Record<string, string>> = {
+  Date: 'a Date; send it as an ISO 8601 string, e.g. date.toISOString()',
+  Map: 'a Map; send a plain object, e.g. Object.fromEntries(map)',
+  Set: 'a Set; send an array, e.g. [...set]',
+};
+
+/**
+ * Why a value cannot travel as a call's JSON arguments, naming where it sits (`input.items[2].at`),
+ * or undefined for plain JSON: objects, arrays, strings, finite numbers, booleans and null. A Date,
+ * a Map, a BigInt or a class instance would reach the tool as something other than what the caller
+ * sent, or not at all, so each is refused with what to send instead.
+ */
+export function jsonValueProblem(value: unknown, path = 'input'): string | undefined {
+  type Step = { value: unknown; path: string; inArray: boolean } | { leave: object };
+  const stack: Step[] = [{ value, path, inArray: false }];
+  // The objects on the way from the root to the one being read: meeting one again is a cycle
+  // (the same object twice side by side is not, and JSON carries it twice).
+  const ancestors = new Set<object>();
+  while (stack.length > 0) {
+    const step = stack.pop()!;
+    if ('leave' in step) {
+      ancestors.delete(step.leave);
+      continue;
+    }
+    const problem =
+      scalarProblem(step.value, step.path, step.inArray) ?? objectProblem(step.value, step.path, ancestors);
+    if (problem !== undefined) return problem;
+    if (typeof step.value !== 'object' || step.value === null) continue;
+    ancestors.add(step.value);
+    stack.push({ leave: step.value });
+    if (Array.isArray(step.value)) {
+      step.value.forEach((child, index) => {
+        stack.push({ value: child, path: `${step.path}[${index}]`, inArray: true });
+      });
+      continue;
+    }
+    for (const [key, child] of Object.entries(step.value)) {
+      const name = /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+      stack.push({ value: child, path: `${step.path}${name}`, inArray: false });
+    }
+  }
+  return undefined;
+}
+
+/** Why an object cannot be sent as it is: a cycle, or not a plain object or array. */
+function objectProblem(value: unknown, path: string, ancestors: ReadonlySet<object>): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (ancestors.has(value))
+    return `${path} refers back to a value that contains it; JSON cannot carry a cycle.`;
+  if (Array.isArray(value)) return undefined;
+  const prototype = Object.getPrototypeOf(value) as object | null;
+  if (prototype === Object.prototype || prototype === null) return undefined;
+  const name = (prototype as { constructor?: { name?: unknown } }).constructor?.name;
+  const kind = typeof name === 'string' && name !== '' ? name : 'object';
+  return `${path} is ${nonJsonObjects[kind] ?? `a ${kind} instance; send plain JSON (objects, arrays, strings, numbers, booleans, null)`}.`;
+}
+
+function scalarProblem(value: unknown, path: string, inArray: boolean): string | undefined {
+  switch (typeof value) {
+    case 'bigint':
+      return `${path} is a BigInt; send it as a number if it fits, or as a string.`;
+    case 'number':
+      return Number.isFinite(value)
+        ? undefined
+        : `${path} is ${value}; JSON has no such number: send a finite number or null.`;
+    case 'undefined':
+      // An object field that is undefined is left out, as JSON does; elsewhere there is no value.
+      return inArray || path === 'input'
+        ? `${path} is undefined; JSON has no such value: send null or leave it out.`
+        : undefined;
+    case 'function':
+    case 'symbol':
+      return `${path} is a ${typeof value}; only JSON values can be sent.`;
+    default:
+      return undefined;
+  }
+}

@@ -7,6 +7,7 @@ import { callFingerprint } from './fingerprint.ts';
 import {
   checkInputLimits,
   defaultPayloadLimits,
+  jsonValueProblem,
   maxRequestedToolNameLength,
   type PayloadLimits,
 } from './limits.ts';
@@ -185,10 +186,13 @@ export function prepareCall(
   context: CallContext,
   options: PrepareCallOptions,
 ): PreparedCall {
+  // Values JSON cannot carry are named before anything reads them: a Date or a Map would reach
+  // the tool as something else than the caller sent, and a BigInt not at all.
+  const notJson = jsonValueProblem(request.input);
   let key: string | undefined;
   let keyFailed = false;
   try {
-    key = deriveCallKey(request, context, options);
+    if (!notJson) key = deriveCallKey(request, context, options);
   } catch (error) {
     if (!(error instanceof KeyDerivationError)) throw error;
     keyFailed = true;
@@ -205,6 +209,7 @@ export function prepareCall(
       catalog: options.catalog,
     }),
   });
+  if (notJson) return refuse('INVALID_INPUT', `The arguments are not plain JSON: ${notJson}`);
   if (keyFailed) return refuse('INVALID_INPUT', keyDerivationFailureMessage);
   if (key !== undefined && !idempotencyKeyPattern.test(key)) {
     return refuse('INVALID_INPUT', `The idempotency key is malformed. ${describeKeyRules()}`);
