@@ -109,8 +109,9 @@ describe('the five gates against a real dev server', () => {
       { tool: 'delete_everything', input: { confirm: true } },
       { ...agent },
     );
-    // No key: the idempotency gate refuses first, as the cheap, certain gates come first.
-    expect(record).toMatchObject({ status: 'denied', reason: 'KEY_REQUIRED', effect: 'none' });
+    // No key either: the allowlist answers before the key rule, so the caller is never told to add
+    // a key to a tool it may not use.
+    expect(record).toMatchObject({ status: 'denied', reason: 'NOT_ALLOWED', effect: 'none' });
     const keyed = await harness.client.call(
       { tool: 'delete_everything', input: { confirm: true }, key: 'purge-1' },
       agent,
