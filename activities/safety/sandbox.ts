@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { constants } from 'node:fs';
+import { constants, existsSync } from 'node:fs';
 import {
   type FileHandle,
   link,
@@ -11,6 +11,7 @@ import {
   rm,
   rmdir,
   stat,
+  unlink,
 } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { relativePathProblem } from '../../src/contracts/sandboxed-path.ts';
@@ -45,10 +46,15 @@ export interface SandboxOptions {
  * lexically (the same rules as the contract's `sandboxedRelativePath`), then against the file
  * system right before the side effect.
  *
- * Residual risk, documented in docs/security.md: Node has no `openat`, so a folder swapped for a
- * symlink can briefly receive an empty temporary file, or one empty folder from a mkdir; the swap
- * is detected, the folder is removed, and nothing with content is ever linked or left outside
- * through the checked path.
+ * On Linux the file system is then only reached through descriptors (docs/security.md): each folder
+ * is opened from the descriptor of the one above it, `/proc/self/fd/<n>/<name>` with `O_NOFOLLOW`,
+ * and folders, temporary files and the file itself are created through the descriptor of the
+ * folder that was opened. A folder swapped for a symlink at any moment is refused where it is
+ * met, and nothing (no content, no file, no folder) is created through it. A write succeeds only
+ * if its folder is still at the checked place afterwards; otherwise what it made is removed
+ * through the same descriptor. Reads go the same way. Without `/proc/self/fd` (macOS, BSDs) the
+ * paths are checked before and after each step instead: a swap in the window between can leave an
+ * empty temporary file or an empty folder behind it, and is then refused.
  */
 export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandbox {
   let realBasePromise: Promise<string> | undefined;
@@ -163,6 +169,11 @@ export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandb
     return stillReal(directory);
   }
 
+  if (descriptorsAnchor) {
+    const anchored = anchoredOperations({ realBase, options });
+    return { base, resolve, readFile: anchored.readFile, writeNewFile: anchored.writeNewFile };
+  }
+
   return {
     base,
     resolve,
@@ -252,6 +263,197 @@ export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandb
         await rm(temporary, { force: true }).catch(() => undefined);
       }
       return target;
+    },
+  };
+}
+
+/** Whether this system names an open descriptor's file under /proc/self/fd (Linux). */
+const descriptorsAnchor = existsSync('/proc/self/fd');
+
+const folderFlags = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+
+/** A path that reaches `name` inside the folder open as `folder`, whatever its path is now. */
+const inFolder = (folder: FileHandle, name: string) => `/proc/self/fd/${folder.fd}/${name}`;
+
+/**
+ * The folders of a path, each opened from the one above it. `create` makes missing ones (and says
+ * which); a symlink, a file or an error anywhere is a refusal, with the folders this call made
+ * removed again through their parents' descriptors, deepest first.
+ */
+async function openFolders(
+  root: string,
+  parts: readonly string[],
+  create: boolean,
+): Promise<{ folders: FileHandle[]; created: Array<[FileHandle, string]> }> {
+  const folders: FileHandle[] = [
+    await open(root, folderFlags).catch((error: NodeJS.ErrnoException) => {
+      throw fileSystemRefusal(error) ?? error;
+    }),
+  ];
+  const created: Array<[FileHandle, string]> = [];
+  try {
+    for (const part of parts) {
+      const parent = folders.at(-1)!;
+      if (create) {
+        const made = await mkdir(inFolder(parent, part)).then(
+          () => true,
+          (error: NodeJS.ErrnoException) => {
+            if (error.code === 'EEXIST') return false;
+            throw fileSystemRefusal(error) ?? foldersChanged();
+          },
+        );
+        if (made) created.push([parent, part]);
+      }
+      folders.push(await openFolder(parent, part));
+    }
+    return { folders, created };
+  } catch (error) {
+    await removeFolders(created);
+    await closeAll(folders);
+    throw error;
+  }
+}
+
+/** One folder inside an open one, never through a symbolic link. */
+async function openFolder(parent: FileHandle, part: string): Promise<FileHandle> {
+  try {
+    return await open(inFolder(parent, part), folderFlags);
+  } catch (caught) {
+    const error = caught as NodeJS.ErrnoException;
+    if (error.code === 'ENOENT') throw new ToolDenied('No such file in the sandbox.');
+    // O_DIRECTORY answers ENOTDIR for a symlink as for a file: tell them apart for the message.
+    const isLink = await lstat(inFolder(parent, part)).then(
+      (info) => info.isSymbolicLink(),
+      () => false,
+    );
+    if (error.code === 'ELOOP' || isLink)
+      throw new ToolDenied('Path refused: it passes through a symbolic link.');
+    throw fileSystemRefusal(error) ?? notAFolder();
+  }
+}
+
+async function removeFolders(created: ReadonlyArray<[FileHandle, string]>): Promise<void> {
+  for (const [parent, part] of [...created].reverse())
+    await rmdir(inFolder(parent, part)).catch(() => undefined);
+}
+
+async function closeAll(handles: readonly FileHandle[]): Promise<void> {
+  for (const handle of handles) await handle.close().catch(() => undefined);
+}
+
+/**
+ * Where an open folder is now: the kernel's name for it ('' once it is deleted). A place longer
+ * than the kernel can name is refused as too long, as a path-based open of it would be.
+ */
+function placeOf(folder: FileHandle): Promise<string> {
+  return readlink(`/proc/self/fd/${folder.fd}`).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENAMETOOLONG') throw fileSystemRefusal(error);
+    return '';
+  });
+}
+
+/** Reads and writes that reach the file system only through descriptors (Linux). */
+function anchoredOperations(context: {
+  readonly realBase: () => Promise<string>;
+  readonly options: SandboxOptions;
+}): Pick<Sandbox, 'readFile' | 'writeNewFile'> {
+  const split = async (relativePath: string) => {
+    const problem = relativePathProblem(relativePath);
+    if (problem) throw new ToolDenied(`Path refused: ${problem}.`);
+    const root = await context.realBase();
+    const parts = relativePath.normalize('NFC').split('/');
+    return { root, folders: parts.slice(0, -1), name: parts.at(-1)!, target: join(root, ...parts) };
+  };
+  return {
+    async readFile(relativePath, readOptions = {}) {
+      const path = await split(relativePath);
+      const { folders } = await openFolders(path.root, path.folders, false);
+      try {
+        await context.options.beforeOpenForTests?.(dirname(path.target));
+        // O_NONBLOCK: opening a named pipe must not wait for a writer; it is refused below.
+        const handle = await open(
+          inFolder(folders.at(-1)!, path.name),
+          constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+        ).catch((error: NodeJS.ErrnoException) => {
+          if (error.code === 'ELOOP') throw new ToolDenied('Path refused: it is a symbolic link.');
+          if (error.code === 'ENOENT') throw new ToolDenied('No such file in the sandbox.');
+          if (error.code === 'ENOTDIR') throw notAFolder();
+          throw fileSystemRefusal(error) ?? error;
+        });
+        try {
+          // The folders may have been moved since they were opened: read only from a folder that
+          // is, now that the file is open, still at the checked place.
+          if ((await placeOf(folders.at(-1)!)) !== dirname(path.target)) {
+            throw new ToolDenied('Path refused: the folder changed while the file was being opened.');
+          }
+          const info = await handle.stat();
+          if (!info.isFile()) {
+            throw new ToolDenied('Path refused: it is a folder or a special file, not a file. Name a file.');
+          }
+          const maxBytes = readOptions.maxBytes ?? 1024 * 1024;
+          if (info.size > maxBytes) throw new ToolDenied(`The file is larger than ${maxBytes} bytes.`);
+          return await handle.readFile({ encoding: 'utf8' });
+        } finally {
+          await handle.close();
+        }
+      } finally {
+        await closeAll(folders);
+      }
+    },
+    async writeNewFile(relativePath, content, writeOptions = {}) {
+      const path = await split(relativePath);
+      const { folders, created } = await openFolders(path.root, path.folders, true);
+      const folder = folders.at(-1)!;
+      const temporary = `.tg-${randomUUID()}.tmp`;
+      let linked = false;
+      try {
+        await context.options.beforeOpenForTests?.(dirname(path.target));
+        const handle = await open(
+          inFolder(folder, temporary),
+          constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+          0o640,
+        ).catch((error: NodeJS.ErrnoException) => {
+          throw fileSystemRefusal(error) ?? folderChanged();
+        });
+        try {
+          await handle.writeFile(content, { signal: writeOptions.signal });
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        // link() fails if the name exists, so a file is never overwritten and never half-written.
+        await link(inFolder(folder, temporary), inFolder(folder, path.name)).catch(
+          (error: NodeJS.ErrnoException) => {
+            if (error.code === 'EEXIST')
+              throw new ToolDenied('A file with that name already exists; choose a new name.');
+            // The open folder was deleted meanwhile (its descriptor no longer reaches a name).
+            if (error.code === 'ENOENT') throw folderChanged();
+            // Nothing was created under the target name, so the effect is known to be none.
+            throw (
+              fileSystemRefusal(error) ??
+              new ToolError('The file could not be written. Try again later.', {
+                effect: 'none',
+                cause: error,
+              })
+            );
+          },
+        );
+        linked = true;
+        // The folder the file went into must still be the checked one: one swapped or moved away
+        // during the write leaves nothing behind, and the write is refused.
+        if ((await placeOf(folder)) !== dirname(path.target)) throw folderChanged();
+        return path.target;
+      } catch (error) {
+        // What this write made goes, in the folder it was made in: the file, the temporary file,
+        // then the folders, deepest first.
+        if (linked) await unlink(inFolder(folder, path.name)).catch(() => undefined);
+        await unlink(inFolder(folder, temporary)).catch(() => undefined);
+        await removeFolders(created);
+        throw error;
+      } finally {
+        await unlink(inFolder(folder, temporary)).catch(() => undefined);
+        await closeAll(folders);
+      }
     },
   };
 }

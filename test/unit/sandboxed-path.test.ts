@@ -1,4 +1,5 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import {
   mkdir,
   mkdtemp,
@@ -6,13 +7,12 @@ import {
   readFile,
   realpath,
   rename,
-  rm,
   stat,
   symlink,
   writeFile,
 } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { sandboxedPath } from '../../activities/safety/sandbox.ts';
 import { ToolDenied } from '../../activities/tool-implementation.ts';
@@ -25,22 +25,40 @@ import { hostilePaths, legitimatePaths } from '../support/hostile-inputs.ts';
  * hook set, every call goes straight through.
  */
 const fileSystem = vi.hoisted(() => ({
-  before: undefined as undefined | ((call: 'mkdir' | 'lstat', path: string) => Promise<void> | void),
+  before: undefined as undefined | ((call: 'mkdir' | 'lstat' | 'open', path: string) => Promise<void> | void),
 }));
 vi.mock('node:fs/promises', async (importOriginal) => {
   const actual = await importOriginal<typeof import('node:fs/promises')>();
+  const { readlinkSync } = await import('node:fs');
+  // The sandbox reaches files through /proc/self/fd/<n>/<name> on Linux: the hooks get the place
+  // that names, so a test can name paths as they are on disk.
+  const place = (path: unknown) =>
+    String(path).replace(/^\/proc\/self\/fd\/(\d+)(?=\/)/, (whole, fd: string) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`);
+      } catch {
+        return whole;
+      }
+    });
   return {
     ...actual,
     mkdir: async (...args: Parameters<typeof actual.mkdir>) => {
-      await fileSystem.before?.('mkdir', String(args[0]));
+      await fileSystem.before?.('mkdir', place(args[0]));
       return actual.mkdir(...args);
     },
     lstat: async (...args: Parameters<typeof actual.lstat>) => {
-      await fileSystem.before?.('lstat', String(args[0]));
+      await fileSystem.before?.('lstat', place(args[0]));
       return actual.lstat(...args);
+    },
+    open: async (...args: Parameters<typeof actual.open>) => {
+      await fileSystem.before?.('open', place(args[0]));
+      return actual.open(...args);
     },
   };
 });
+
+/** Linux reaches the file system through descriptors (/proc/self/fd), other systems by path. */
+const anchored = existsSync('/proc/self/fd');
 
 function fileSystemError(code: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`${code}: injected by the test`), { code });
@@ -112,7 +130,9 @@ describe('sandboxed path: execution-time check', () => {
   });
   afterEach(async () => {
     fileSystem.before = undefined;
-    await rm(root, { recursive: true, force: true });
+    // GNU rm walks by descriptor, so it also removes the deep tree of the name-length test, whose
+    // full paths are past what fs.rm can pass to the kernel.
+    execFileSync('rm', ['-rf', root]);
   });
 
   /** A sandbox whose checked folder is swapped for a link to `outside` right before each open. */
@@ -188,11 +208,13 @@ describe('sandboxed path: execution-time check', () => {
     }
   });
 
-  it('catches a folder swapped for a symlink between validation and read, before reading', async () => {
+  it('never reads through a folder swapped for a symlink between validation and read', async () => {
     await mkdir(join(base, 'q3'));
     await writeFile(join(base, 'q3/r.md'), 'inside');
     await writeFile(join(outside, 'r.md'), 'SECRET-OUTSIDE');
     const { sandbox, swaps } = swappingSandbox();
+    // With descriptors the file opened is the one in the real folder, moved aside; without, the
+    // path check catches the swap. Either way a folder no longer at the checked place is refused.
     const read = sandbox.readFile('q3/r.md');
     await expect(read).rejects.toBeInstanceOf(ToolDenied);
     await expect(read).rejects.toThrow(/folder changed/);
@@ -222,21 +244,40 @@ describe('sandboxed path: execution-time check', () => {
     // A recursive mkdir followed the link and left outside/a/b; the one folder made through it is
     // removed again.
     expect(await readdir(outside, { recursive: true })).toEqual([]);
-    await expect(write).rejects.toThrow(/became a symbolic link or led outside the sandbox/);
+    // By path, the swap is met in mkdir; through descriptors the folders are made in the real one,
+    // moved aside, and the write is refused when its folder is found away from the checked place.
+    await expect(write).rejects.toThrow(
+      anchored
+        ? /folder changed while the file was being written/
+        : /became a symbolic link or led outside the sandbox/,
+    );
     expect(await readdir(join(base, 'link.moved'))).toEqual([]);
   });
 
   it('says a name is too long for the file system, not that a part is not a folder', async () => {
     // A sandbox whose own path is long: a valid 250-character name takes the whole path past the
-    // file system's limit (4096 bytes on Linux), which only the file system can tell.
+    // file system's limit (4096 bytes on Linux), which only the file system can tell. Reached
+    // through descriptors, a path is never that long, and the write succeeds.
     let longBase = root;
     while (longBase.length < 3900)
       longBase = join(longBase, 'd'.repeat(Math.min(200, 3900 - longBase.length)));
     const sandbox = sandboxedPath(longBase);
     const write = sandbox.writeNewFile('n'.repeat(250), 'x');
-    await expect(write).rejects.toBeInstanceOf(ToolDenied);
-    await expect(write).rejects.toThrow(/too long for the file system\. Use shorter names/);
-    await expect(sandbox.readFile('n'.repeat(250))).rejects.toThrow(/too long for the file system/);
+    if (anchored) {
+      await expect(write).resolves.toMatch(/\/n{250}$/);
+      await expect(sandbox.readFile('n'.repeat(250))).resolves.toBe('x');
+      fileSystem.before = (call) => {
+        if (call === 'open') throw fileSystemError('ENAMETOOLONG');
+      };
+      await expect(sandbox.readFile('n'.repeat(250))).rejects.toThrow(
+        /too long for the file system\. Use shorter names/,
+      );
+      fileSystem.before = undefined;
+    } else {
+      await expect(write).rejects.toBeInstanceOf(ToolDenied);
+      await expect(write).rejects.toThrow(/too long for the file system\. Use shorter names/);
+      await expect(sandbox.readFile('n'.repeat(250))).rejects.toThrow(/too long for the file system/);
+    }
     // A single name over 255 bytes never reaches the file system: the lexical check refuses it.
     await expect(sandboxedPath(base).writeNewFile('é'.repeat(200), 'x')).rejects.toThrow(/at most 255 bytes/);
   });
@@ -245,7 +286,8 @@ describe('sandboxed path: execution-time check', () => {
     const sandbox = sandboxedPath(base);
     const realBase = await realpath(base);
     fileSystem.before = (call, path) => {
-      if (call === 'lstat' && path === join(realBase, 'locked')) throw fileSystemError('EACCES');
+      if ((call === 'lstat' || call === 'open') && path === join(realBase, 'locked'))
+        throw fileSystemError('EACCES');
       if (call === 'mkdir' && path === join(realBase, 'p/q/r')) throw fileSystemError('EPERM');
     };
     await mkdir(join(base, 'locked'));
@@ -275,5 +317,75 @@ describe('sandboxed path: execution-time check', () => {
     for (const file of leaked) expect((await stat(file)).size).toBe(0);
     expect(leaked.filter((file) => file.endsWith('summary.md'))).toEqual([]);
     expect(await listFiles(join(base, 'q3.moved'))).toEqual([]);
+  });
+
+  it('under a real race (another process swapping a folder for a symlink), writes and reads only inside', async () => {
+    // No seam here: a separate process swaps base/q with a symlink to `outside` (renameat2 with
+    // RENAME_EXCHANGE, so q never vanishes and the sandbox never makes a fresh one), as fast as it
+    // can, while writes and reads run. Node has no renameat2; Python reaches it through libc.
+    await mkdir(join(base, 'q'));
+    await writeFile(join(base, 'q', 'seed.md'), 'inside');
+    await writeFile(join(outside, 'seed.md'), 'SECRET');
+    await symlink(outside, join(base, 'q.link'));
+    const flipper = spawn(
+      'python3',
+      [
+        '-c',
+        `import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+q, other = (p.encode() for p in sys.argv[1:3])
+flips, stop = 0, time.monotonic() + 4
+while time.monotonic() < stop:
+    if libc.renameat2(-100, q, -100, other, 2) != 0:
+        sys.exit("renameat2: errno %d" % ctypes.get_errno())
+    flips += 1
+if flips % 2:
+    libc.renameat2(-100, q, -100, other, 2)
+print(flips)`,
+        join(base, 'q'),
+        join(base, 'q.link'),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let flips = '';
+    flipper.stdout.on('data', (chunk) => (flips += chunk));
+    const ended = new Promise<number | null>((done) => flipper.on('exit', done));
+    const sandbox = sandboxedPath(base);
+    const written: string[] = [];
+    const reads: string[] = [];
+    let refused = 0;
+    for (let i = 0; i < 400 && flipper.exitCode === null; i++) {
+      try {
+        written.push(await sandbox.writeNewFile(`q/r-${i}.md`, `report ${i}`));
+      } catch (error) {
+        expect(error).toBeInstanceOf(ToolDenied);
+        refused++;
+      }
+      try {
+        reads.push(await sandbox.readFile('q/seed.md'));
+      } catch (error) {
+        expect(error).toBeInstanceOf(ToolDenied);
+      }
+    }
+    expect(await ended, 'the flipper ran to its end').toBe(0);
+    expect(Number(flips), 'the flipper raced').toBeGreaterThan(1000);
+    expect(refused, 'some writes met the symlink').toBeGreaterThan(0);
+    expect(written.length, 'some writes found the folder').toBeGreaterThan(0);
+    // Every read saw the file inside; none returned the secret outside.
+    expect(reads.length).toBeGreaterThan(0);
+    expect(reads.every((text) => text === 'inside')).toBe(true);
+    // Every write that succeeded is inside, with its content, and nothing at all reached outside.
+    const realQ = join(await realpath(base), 'q');
+    for (const path of written) {
+      expect(dirname(path)).toBe(realQ);
+      expect(await readFile(path, 'utf8')).toBe(`report ${path.match(/r-(\d+)/)![1]}`);
+    }
+    if (anchored) expect(await listFiles(outside)).toEqual([join(outside, 'seed.md')]);
+    else
+      for (const file of await listFiles(outside))
+        if (!file.endsWith('seed.md')) expect((await stat(file)).size).toBe(0);
+    const names = await readdir(join(base, 'q'));
+    expect(names.filter((name) => name.startsWith('.tg-'))).toEqual([]);
+    expect(names.length).toBe(written.length + 1);
   });
 });
