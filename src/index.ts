@@ -103,6 +103,7 @@ export type {
   DecisionOutcome,
   StartDisposition,
   StartedCall,
+  StartOptions,
   ToolgateClientOptions,
 } from './client/toolgate-client.ts';
 export {

@@ -40,11 +40,11 @@ import {
   abnormalCallRecord,
   type CallRequest,
   describeGateProtocolProblem,
-  longToolNameRefusal,
+  type PrepareCallOptions,
   prepareCall,
   refusedCallRecord,
 } from '../src/contracts/prepare-call.ts';
-import { type ReasonCode, reasonCodes } from '../src/contracts/reason-codes.ts';
+import { reasonCodes } from '../src/contracts/reason-codes.ts';
 
 /** What a child call asks for; the same shape as the client's `CallRequest`. */
 export type ChildCallRequest = CallRequest;
@@ -112,34 +112,24 @@ export async function startToolCallChild(
   context: CallContext,
   options: ChildCallOptions = {},
 ): Promise<ChildToolCall> {
-  if (!namePattern.test(context.tenant)) {
-    throw ApplicationFailure.nonRetryable(
-      'context.tenant must be 1-64 letters, digits, _ . or -, starting with a letter or digit.',
-      'ToolgateUsageError',
-    );
-  }
-  const protocolProblem = describeGateProtocolProblem(options.gateProtocol);
-  if (protocolProblem) throw ApplicationFailure.nonRetryable(protocolProblem, 'ToolgateUsageError');
-  // As the client does: a name longer than any tool's starts nothing. Before this patch such a name
-  // started a child that the allowlist denied, so agent workflows recorded then replay that way.
-  // patched() is asked only for such names, so no other history gains a marker.
-  const tooLong = longToolNameRefusal(request, context, options.catalog);
-  if (tooLong && patched(childRefusesLongToolNamePatch)) return known('', 'refused', tooLong);
+  checkChildCallSetup(context, options);
   // The fingerprint is computed here, in workflow code: @noble/hashes runs in the sandbox.
-  const prepared = prepareCall(request, context, {
-    ...(options.catalog ? { catalog: options.catalog } : {}),
-    ...(options.keyFor ? { keyFor: options.keyFor } : {}),
-    ...(options.limits ? { limits: options.limits } : {}),
-    unique: uuid4(),
-    ...(options.gateProtocol !== undefined ? { protocol: options.gateProtocol } : {}),
-  });
+  const prepared = prepareCall(request, context, childPrepareOptions(options));
   if (!prepared.ok) return known('', 'refused', prepared.record);
   const { callId: id, key, fingerprint, workflowRequest } = prepared;
-  const refuse = (reason: ReasonCode, message: string) =>
+  const mismatch = () =>
     known(
       '',
       'refused',
-      refusedCallRecord({ request, context, key, fingerprint, reason, message, catalog: options.catalog }),
+      refusedCallRecord({
+        request,
+        context,
+        key,
+        fingerprint,
+        reason: 'KEY_MISMATCH',
+        message: `${reasonCodes.KEY_MISMATCH.meaning} ${reasonCodes.KEY_MISMATCH.nextStep} (existing call: ${id})`,
+        tier: prepared.tier,
+      }),
     );
 
   for (let attempt = 1; ; attempt++) {
@@ -159,41 +149,80 @@ export async function startToolCallChild(
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     }
-    if ((options.duplicates ?? 'wait') === 'report') {
-      return {
-        callId: id,
-        disposition: 'duplicate',
-        result: () =>
-          Promise.reject(
-            ApplicationFailure.nonRetryable(
-              `The call ${id} already exists; look it up with the client.`,
-              duplicateCallFailureType,
-            ),
-          ),
-      };
-    }
-    const lookup = await lookupActivities().lookupToolCall({ callId: id });
-    if (lookup.state === 'released' || lookup.state === 'not_found') {
-      // It closed and freed its key between our start and the lookup: start again.
-      if (attempt < maximumStartAttempts) continue;
+    if ((options.duplicates ?? 'wait') === 'report') return reportedDuplicate(id);
+    const joined = await joinDuplicate(id, fingerprint, options);
+    if (joined === 'mismatch') return mismatch();
+    if (joined !== 'released') return joined;
+    // It closed and freed its key between our start and the lookup: start again.
+    if (attempt >= maximumStartAttempts) {
       // A plain Error fails only this workflow task, which Temporal retries; an ApplicationFailure
       // would fail the whole agent workflow.
       throw new Error(
         `The call ${id} kept changing while it was started; the workflow task will be retried.`,
       );
     }
-    if (lookup.fingerprint !== fingerprint) {
-      return refuse(
-        'KEY_MISMATCH',
-        `${reasonCodes.KEY_MISMATCH.meaning} ${reasonCodes.KEY_MISMATCH.nextStep} (existing call: ${id})`,
-      );
-    }
-    if (lookup.state === 'completed' && lookup.record) return known(id, 'existing', lookup.record);
-    // Wait for the run that matched, not for whatever runs under this ID later: if it is rejected or
-    // expires, its key is free, and a new run with other arguments may start under the same ID.
-    const record = await waitForRunningCall(id, lookup.runId, options);
-    return known(id, 'attached', record);
   }
+}
+
+function childPrepareOptions(options: ChildCallOptions): PrepareCallOptions {
+  return {
+    ...(options.catalog ? { catalog: options.catalog } : {}),
+    ...(options.keyFor ? { keyFor: options.keyFor } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
+    unique: uuid4(),
+    ...(options.gateProtocol !== undefined ? { protocol: options.gateProtocol } : {}),
+    // As the client does, a name longer than any tool's starts nothing. Before this patch such a
+    // name started a child that the allowlist denied, so agent workflows recorded then replay that
+    // way. patched() is asked only for such names, so no other history gains a marker.
+    refuseLongToolName: () => patched(childRefusesLongToolNamePatch),
+  };
+}
+
+/**
+ * The call already running or closed under this key: its record when the arguments are the same
+ * (waiting for it if it runs), 'mismatch' for other arguments, or 'released' when it freed its key
+ * meanwhile and the start can be tried again.
+ */
+async function joinDuplicate(
+  id: string,
+  fingerprint: string,
+  options: ChildCallOptions,
+): Promise<ChildToolCall | 'mismatch' | 'released'> {
+  const lookup = await lookupActivities().lookupToolCall({ callId: id });
+  if (lookup.state === 'released' || lookup.state === 'not_found') return 'released';
+  if (lookup.fingerprint !== fingerprint) return 'mismatch';
+  if (lookup.state === 'completed' && lookup.record) return known(id, 'existing', lookup.record);
+  // Wait for the run that matched, not for whatever runs under this ID later: if it is rejected or
+  // expires, its key is free, and a new run with other arguments may start under the same ID.
+  const record = await waitForRunningCall(id, lookup.runId, options);
+  return known(id, 'attached', record);
+}
+
+/** Refuses, as a non-retryable usage error, a child call the agent's own code set up wrongly. */
+function checkChildCallSetup(context: CallContext, options: ChildCallOptions): void {
+  if (!namePattern.test(context.tenant)) {
+    throw ApplicationFailure.nonRetryable(
+      'context.tenant must be 1-64 letters, digits, _ . or -, starting with a letter or digit.',
+      'ToolgateUsageError',
+    );
+  }
+  const protocolProblem = describeGateProtocolProblem(options.gateProtocol);
+  if (protocolProblem) throw ApplicationFailure.nonRetryable(protocolProblem, 'ToolgateUsageError');
+}
+
+/** A duplicate reported as such (`duplicates: 'report'`): its result is for the client to look up. */
+function reportedDuplicate(id: string): ChildToolCall {
+  return {
+    callId: id,
+    disposition: 'duplicate',
+    result: () =>
+      Promise.reject(
+        ApplicationFailure.nonRetryable(
+          `The call ${id} already exists; look it up with the client.`,
+          duplicateCallFailureType,
+        ),
+      ),
+  };
 }
 
 /** Runs a tool call as a child workflow and waits for its record. The workflow twin of `call()`. */

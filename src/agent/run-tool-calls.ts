@@ -1,8 +1,8 @@
-import type { ToolgateClient } from '../client/toolgate-client.ts';
+import type { StartedCall, ToolgateClient } from '../client/toolgate-client.ts';
 import type { CallContext, CallRecord } from '../contracts/call-record.ts';
 import { isTerminalStatus } from '../contracts/call-record.ts';
-import { lookupTool, type ToolCatalog } from '../contracts/define-tool.ts';
-import { KeyDerivationError, NoWorkerAnsweredError, ToolgateUsageError } from '../contracts/errors.ts';
+import type { ToolCatalog } from '../contracts/define-tool.ts';
+import { NoWorkerAnsweredError, ToolgateUsageError } from '../contracts/errors.ts';
 import { deriveCallKey } from '../contracts/prepare-call.ts';
 import {
   modelErrorText,
@@ -69,8 +69,9 @@ export interface RunToolCallsOptions {
    */
   readonly noWorkerAfterMs?: number;
   /**
-   * Full diagnostics for operators when toolgate itself could not run a call, and when a call is
-   * answered pending because no worker picked it up within `noWorkerAfterMs`.
+   * Full diagnostics for operators when toolgate itself could not run a call, when a call is
+   * answered pending because no worker picked it up within `noWorkerAfterMs`, and when a key
+   * function threw (the call is refused INVALID_INPUT).
    */
   readonly onError?: (error: unknown, call: ModelToolCall) => void;
 }
@@ -165,88 +166,97 @@ export async function runOneToolCall(
   call: ModelToolCall,
   options: RunToolCallsOptions,
 ): Promise<ToolCallOutcome> {
-  const base = { id: call.id, name: call.name };
+  const malformed = malformedCallOutcome(call);
+  if (malformed) return malformed;
+  let started: StartedCall | undefined;
+  try {
+    // The client prepares the call once (key, limits, fingerprint, tier) with these contracts.
+    started = await options.client.start({ tool: call.name, input: call.input }, options.context, {
+      ...(options.catalog ? { catalog: options.catalog } : {}),
+      ...(options.keyFor ? { keyFor: options.keyFor } : {}),
+    });
+    if (started.error) options.onError?.(started.error, call);
+    if (started.record) return closedOutcome(call, started.record, started.disposition === 'refused');
+    return await followStartedCall(call, started, options);
+  } catch (error) {
+    options.onError?.(error, call);
+    return failedCallOutcome(call, error, started);
+  }
+}
+
+/** The outcome of a call the model sent in a form that cannot be started, or undefined. */
+function malformedCallOutcome(call: ModelToolCall): ToolCallOutcome | undefined {
+  const base = { id: call.id, name: call.name, state: 'not_started', isError: true } as const;
   if (call.inputError !== undefined) {
-    return {
-      ...base,
-      state: 'not_started',
-      isError: true,
-      text: modelErrorText('INVALID_INPUT', call.inputError),
-    };
+    return { ...base, text: modelErrorText('INVALID_INPUT', call.inputError) };
   }
   if (typeof call.name !== 'string') {
-    // Not the service's fault: without this the client threw a TypeError, which reached the model
-    // as a retryable infrastructure error, and the same call would fail the same way for ever.
+    // Not the service's fault: the client would throw a TypeError, which would reach the model as
+    // a retryable infrastructure error, and the same call would fail the same way for ever.
     return {
       ...base,
-      state: 'not_started',
-      isError: true,
       text: modelErrorText(
         'NOT_ALLOWED',
         `The tool name was ${call.name === null ? 'null' : typeof call.name}, not a string. Call one of the listed tools by its name.`,
       ),
     };
   }
+  return undefined;
+}
+
+/**
+ * Waits for a started call as the approval mode says: to its end, or, for a call that may wait
+ * for a human, until it is decided or waits (then it is reported pending).
+ */
+async function followStartedCall(
+  call: ModelToolCall,
+  started: StartedCall,
+  options: RunToolCallsOptions,
+): Promise<ToolCallOutcome> {
   const noWorkerAfterMs = boundOf(options.noWorkerAfterMs);
-  let started: Awaited<ReturnType<ToolgateCaller['start']>> | undefined;
-  try {
-    const key = deriveKey(call.name, call.input, options.context, options);
-    started = await options.client.start(
-      { tool: call.name, input: call.input, ...(key ? { key } : {}) },
-      options.context,
+  // Without contracts any call may be one that waits for a human.
+  const mayWaitForApproval = options.catalog ? started.tier === 'approval' : true;
+  if ((options.approvalMode ?? ApprovalMode.returnPending) === ApprovalMode.wait || !mayWaitForApproval) {
+    const record = await options.client.result(
+      started.callId,
+      started.runId,
+      ...(noWorkerAfterMs === undefined ? [] : [{ noWorkerAfterMs }]),
     );
-    if (started.record) return closedOutcome(call, started.record, started.disposition === 'refused');
-    const mayWaitForApproval = (() => {
-      if (!options.catalog) return true;
-      return lookupTool(options.catalog, call.name)?.tier === 'approval';
-    })();
-    if ((options.approvalMode ?? ApprovalMode.returnPending) === ApprovalMode.wait || !mayWaitForApproval) {
-      const record = await options.client.result(
-        started.callId,
-        started.runId,
-        ...(noWorkerAfterMs === undefined ? [] : [{ noWorkerAfterMs }]),
-      );
-      return closedOutcome(call, record);
-    }
-    const record = await pollUntilDecidedOrWaiting(options, started.callId, started.runId, noWorkerAfterMs);
-    if (record.status === 'awaiting_approval') {
-      return {
-        ...base,
-        state: 'pending',
-        callId: started.callId,
-        ...(started.runId ? { runId: started.runId } : {}),
-        record,
-        ...modelResultForPending(started.callId),
-      };
-    }
     return closedOutcome(call, record);
-  } catch (error) {
-    options.onError?.(error, call);
-    if (started && started.callId !== '' && isNoWorkerError(error)) {
-      // The call was started and is durable: it runs when a worker comes. Reporting a failure
-      // here would invite the model to make it again, and perhaps do the action twice.
-      return {
-        ...base,
-        state: 'pending',
-        callId: started.callId,
-        ...(started.runId ? { runId: started.runId } : {}),
-        ...modelResultForNoWorker(started.callId),
-      };
-    }
-    if (error instanceof KeyDerivationError) {
-      // Not the service's fault, and retrying the same arguments will fail the same way.
-      return {
-        ...base,
-        state: 'not_started',
-        isError: true,
-        text: modelErrorText('INVALID_INPUT', error.message),
-      };
-    }
-    if (error instanceof ToolgateUsageError) {
-      return { ...base, state: 'not_started', ...modelResultForSetupError() };
-    }
-    return { ...base, state: 'not_started', ...modelResultForInfrastructureError() };
   }
+  const record = await pollUntilDecidedOrWaiting(options, started.callId, started.runId, noWorkerAfterMs);
+  if (record.status !== 'awaiting_approval') return closedOutcome(call, record);
+  return {
+    ...pendingOutcome(call, started),
+    record,
+    ...modelResultForPending(started.callId),
+  };
+}
+
+function pendingOutcome(call: Pick<ModelToolCall, 'id' | 'name'>, started: StartedCall) {
+  return {
+    id: call.id,
+    name: call.name,
+    state: 'pending' as const,
+    callId: started.callId,
+    ...(started.runId ? { runId: started.runId } : {}),
+  };
+}
+
+/** What the model is told when starting or following a call threw. */
+function failedCallOutcome(
+  call: ModelToolCall,
+  error: unknown,
+  started: StartedCall | undefined,
+): ToolCallOutcome {
+  if (started && started.callId !== '' && isNoWorkerError(error)) {
+    // The call was started and is durable: it runs when a worker comes. Reporting a failure
+    // here would invite the model to make it again, and perhaps do the action twice.
+    return { ...pendingOutcome(call, started), ...modelResultForNoWorker(started.callId) };
+  }
+  const base = { id: call.id, name: call.name, state: 'not_started' } as const;
+  if (error instanceof ToolgateUsageError) return { ...base, ...modelResultForSetupError() };
+  return { ...base, ...modelResultForInfrastructureError() };
 }
 
 /**

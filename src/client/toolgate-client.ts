@@ -32,12 +32,14 @@ import {
   abnormalCallRecord,
   type CallRequest,
   describeGateProtocolProblem,
-  longToolNameRefusal,
+  type KeyDeriver,
+  type PreparedCall,
   prepareCall,
   refusedCallRecord,
 } from '../contracts/prepare-call.ts';
-import { type ReasonCode, reasonCodes } from '../contracts/reason-codes.ts';
+import { reasonCodes } from '../contracts/reason-codes.ts';
 import { searchAttributeKeys } from '../contracts/search-attributes.ts';
+import type { SideEffectTier } from '../contracts/tier.ts';
 import { type ApprovalSigner, decisionClaims } from './approval-signer.ts';
 import { checkContext } from './call-context.ts';
 import { defaultTaskQueue } from './connection-settings.ts';
@@ -65,6 +67,38 @@ export interface StartedCall {
   readonly record?: CallRecord;
   /** Whether the server started the run eagerly on a local worker. */
   readonly eagerlyStarted?: boolean;
+  /** The tool's tier when the catalog the call was prepared with has the tool. */
+  readonly tier?: SideEffectTier;
+  /**
+   * For a refusal caused by the caller's own code (a key function that threw): that error, with
+   * the key function's as its cause, for the caller's diagnostics. The record says what the model
+   * may read.
+   */
+  readonly error?: Error;
+}
+
+/** What `start` answers for a call its preparation refused: nothing was started. */
+export function refusedStart(refusal: Extract<PreparedCall, { ok: false }>): StartedCall {
+  return {
+    callId: '',
+    disposition: 'refused',
+    record: refusal.record,
+    ...(refusal.error ? { error: refusal.error } : {}),
+  };
+}
+
+/** Options of `ToolgateClient.start`. */
+export interface StartOptions {
+  readonly replay?: ReplayInfo;
+  /** For operator replays only: run under this existing call's ID (a keyless call has no other). */
+  readonly callId?: string;
+  /**
+   * The contracts to prepare this call with, for their key functions and tiers; default the
+   * client's. The worker's catalog still decides what runs.
+   */
+  readonly catalog?: ToolCatalog;
+  /** Derives a key for a keyless request whose contract has no key function of its own. */
+  readonly keyFor?: KeyDeriver;
 }
 
 export interface DecisionOptions {
@@ -258,118 +292,135 @@ export class ToolgateClient {
     if (options.catalog) checkCatalogSchemas(options.catalog);
   }
 
-  /** Starts a call, or joins the running or closed call with the same key. Returns its ID. */
-  async start(
-    request: CallRequest,
-    context: CallContext,
-    options: {
-      replay?: ReplayInfo;
-      /** For operator replays only: run under this existing call's ID (a keyless call has no other). */
-      callId?: string;
-    } = {},
-  ): Promise<StartedCall> {
+  /**
+   * Starts a call, or joins the running or closed call with the same key. Returns its ID. The
+   * request is prepared once (`prepareCall`): name, key, limits, fingerprint, tier.
+   */
+  async start(request: CallRequest, context: CallContext, options: StartOptions = {}): Promise<StartedCall> {
     checkContext(context);
-    const tooLong = longToolNameRefusal(request, context, this.#options.catalog);
-    if (tooLong) return { callId: '', disposition: 'refused', record: tooLong };
+    const catalog = options.catalog ?? this.#options.catalog;
     const prepared = prepareCall(request, context, {
-      ...(this.#options.catalog ? { catalog: this.#options.catalog } : {}),
+      ...(catalog ? { catalog } : {}),
+      ...(options.keyFor ? { keyFor: options.keyFor } : {}),
       limits: this.#limits,
       unique: randomUUID(),
       sha256Hex: nativeSha256Hex,
       ...(options.replay ? { replay: options.replay } : {}),
       ...(this.#options.gateProtocol !== undefined ? { protocol: this.#options.gateProtocol } : {}),
     });
-    if (!prepared.ok) return { callId: '', disposition: 'refused', record: prepared.record };
-    const { key, fingerprint, workflowRequest } = prepared;
-    const refuse = (reason: ReasonCode, message: string): StartedCall => ({
+    if (!prepared.ok) return refusedStart(prepared);
+    const tier = prepared.tier ? { tier: prepared.tier } : {};
+    const mismatch = (id: string): StartedCall => ({
       callId: '',
       disposition: 'refused',
       record: refusedCallRecord({
         request,
         context,
-        key,
-        fingerprint,
-        reason,
-        message,
-        catalog: this.#options.catalog,
+        key: prepared.key,
+        fingerprint: prepared.fingerprint,
+        reason: 'KEY_MISMATCH',
+        message: keyMismatchMessage(id),
+        tier: prepared.tier,
       }),
     });
     // A replay of a keyless call reuses that call's own ID; it has no other.
     const id = options.replay && options.callId ? options.callId : prepared.callId;
+    const started = await this.#startWorkflow(id, prepared, options.replay);
+    if ('alreadyStarted' in started) {
+      const existing = await this.#joinExisting(id, prepared.fingerprint, started.peek);
+      return existing ? { ...existing, ...tier } : mismatch(id);
+    }
+    const { handle, answer, startNonce, peek } = started;
+    // Without a key the run is new. With one, the server may say it created this run from this
+    // request, whose arguments are these. A replay is never taken on the server's word: its answer
+    // to a request ID it has seen says `started` too, so only the run's own memo tells whose it is.
+    const runId = handle.firstExecutionRunId;
+    const fresh = { callId: id, runId, eagerlyStarted: handle.eagerlyStarted, ...tier };
+    if (!options.replay && (prepared.key === undefined || answer.createdRunId === runId)) {
+      return { ...fresh, disposition: 'started' };
+    }
+    // With a key the server may have attached us to a running call, and a replay to another replay
+    // of the same run: its memo says whose it is. The history read during the start answers that
+    // when it saw the run the start returned; else describe it.
+    const seen = await peek;
+    const memo =
+      seen && !seen.record && seen.runId === runId
+        ? { fingerprint: seen.fingerprint, startNonce: seen.startNonce }
+        : (await this.temporal.workflow.getHandle(id, runId).describe()).memo;
+    if (memo?.['fingerprint'] !== prepared.fingerprint) return mismatch(id);
+    return { ...fresh, disposition: memo?.['startNonce'] === startNonce ? 'started' : 'attached' };
+  }
+
+  /**
+   * Asks the server to start the call's workflow. A keyed call may exist already: its history is
+   * read while the start is in flight, so a duplicate of a closed call costs one round trip instead
+   * of two, and one that joins a running call needs no describe. For a new key the read finds
+   * nothing: one cheap extra RPC, in parallel.
+   */
+  async #startWorkflow(
+    id: string,
+    prepared: Extract<PreparedCall, { ok: true }>,
+    replay: ReplayInfo | undefined,
+  ): Promise<
+    | {
+        handle: Awaited<ReturnType<Client['workflow']['start']>>;
+        answer: StartAnswer;
+        startNonce: string;
+        peek?: Promise<CallHistory | undefined>;
+      }
+    | { alreadyStarted: true; peek?: Promise<CallHistory | undefined> }
+  > {
     const startNonce = randomUUID();
-    // A keyed call may exist already. Its history is read while the start is in flight, so a
-    // duplicate of a closed call costs one round trip instead of two, and one that joins a running
-    // call needs no describe. For a new key the read finds nothing: one cheap extra RPC, in parallel.
-    const peek = key !== undefined && !options.replay ? this.#readCall(id) : undefined;
-    let handle: Awaited<ReturnType<Client['workflow']['start']>>;
+    const peek = prepared.key !== undefined && !replay ? this.#readCall(id) : undefined;
     const answer: StartAnswer = {
       nonceJson: JSON.stringify(startNonce),
-      ...(options.replay
-        ? { replay: { workflowId: id, requestId: replayRequestId(options.replay.replacesRunId) } }
-        : {}),
+      ...(replay ? { replay: { workflowId: id, requestId: replayRequestId(replay.replacesRunId) } } : {}),
     };
     try {
-      handle = await startAnswers.run(answer, () =>
+      const handle = await startAnswers.run(answer, () =>
         this.#starter.start(this.#workflowType, {
           workflowId: id,
           taskQueue: this.taskQueue,
-          args: [workflowRequest],
+          args: [prepared.workflowRequest],
           // Only a Completed run keeps its key; a Failed one (denied, or a retry-safe failure) frees it.
-          workflowIdReusePolicy: options.replay?.force ? 'ALLOW_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
+          workflowIdReusePolicy: replay?.force ? 'ALLOW_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
           workflowIdConflictPolicy: 'USE_EXISTING',
-          memo: { fingerprint, startNonce },
+          memo: { fingerprint: prepared.fingerprint, startNonce },
           typedSearchAttributes: prepared.searchAttributes,
           ...(this.#options.eagerStart ? { requestEagerStart: true } : {}),
         }),
       );
+      return { handle, answer, startNonce, ...(peek ? { peek } : {}) };
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError))
         throw explainStartFailure(error, this.temporal);
-      // The key's call is closed and keeps its key: same arguments get the stored record. The
-      // refused start means the key's latest run completed, so a completed history is that run's.
-      const seen = await peek;
-      // Read again only where that can help: the call may have closed since a read that found
-      // nothing or held its whole history. Past one page the close event is out of a page's reach.
-      const closed = seen?.record || (seen && !seen.whole) ? seen : await this.#readCall(id);
-      if (closed?.record) {
-        if (closed.fingerprint !== fingerprint) return refuse('KEY_MISMATCH', keyMismatchMessage(id));
-        const record = await this.#withUndoIfReversible(closed.record);
-        return { callId: id, runId: record.runId, disposition: 'existing', record };
-      }
-      const existing = this.temporal.workflow.getHandle(id);
-      const description = await existing.describe();
-      if (description.memo?.['fingerprint'] !== fingerprint) {
-        return refuse('KEY_MISMATCH', keyMismatchMessage(id));
-      }
-      const record = await this.#withUndoIfReversible(await this.result(id));
-      return { callId: id, runId: description.runId, disposition: 'existing', record };
+      return { alreadyStarted: true, ...(peek ? { peek } : {}) };
     }
-    // Without a key the run is new. With one, the server may say it created this run from this
-    // request, whose arguments are these. A replay is never taken on the server's word: its answer
-    // to a request ID it has seen says `started` too, so only the run's own memo tells whose it is.
-    if (!options.replay && (key === undefined || answer.createdRunId === handle.firstExecutionRunId)) {
-      return {
-        callId: id,
-        runId: handle.firstExecutionRunId,
-        disposition: 'started',
-        eagerlyStarted: handle.eagerlyStarted,
-      };
-    }
-    // With a key the server may have attached us to a running call, and a replay to another replay
-    // of the same run: its memo says whose it is. The history read above answers that when it saw
-    // the run the start returned; else describe it.
+  }
+
+  /**
+   * The answer for a start the server refused because the key's latest run completed: the stored
+   * record when the arguments are the same, or undefined for other arguments (KEY_MISMATCH).
+   */
+  async #joinExisting(
+    id: string,
+    fingerprint: string,
+    peek: Promise<CallHistory | undefined> | undefined,
+  ): Promise<StartedCall | undefined> {
+    // The refused start means the key's latest run completed, so a completed history is that run's.
     const seen = await peek;
-    const memo =
-      seen && !seen.record && seen.runId === handle.firstExecutionRunId
-        ? { fingerprint: seen.fingerprint, startNonce: seen.startNonce }
-        : (await this.temporal.workflow.getHandle(id, handle.firstExecutionRunId).describe()).memo;
-    if (memo?.['fingerprint'] !== fingerprint) return refuse('KEY_MISMATCH', keyMismatchMessage(id));
-    return {
-      callId: id,
-      runId: handle.firstExecutionRunId,
-      disposition: memo?.['startNonce'] === startNonce ? 'started' : 'attached',
-      eagerlyStarted: handle.eagerlyStarted,
-    };
+    // Read again only where that can help: the call may have closed since a read that found
+    // nothing or held its whole history. Past one page the close event is out of a page's reach.
+    const closed = seen?.record || (seen && !seen.whole) ? seen : await this.#readCall(id);
+    if (closed?.record) {
+      if (closed.fingerprint !== fingerprint) return undefined;
+      const record = await this.#withUndoIfReversible(closed.record);
+      return { callId: id, runId: record.runId, disposition: 'existing', record };
+    }
+    const description = await this.temporal.workflow.getHandle(id).describe();
+    if (description.memo?.['fingerprint'] !== fingerprint) return undefined;
+    const record = await this.#withUndoIfReversible(await this.result(id));
+    return { callId: id, runId: description.runId, disposition: 'existing', record };
   }
 
   /**
@@ -621,6 +672,7 @@ export class ToolgateClient {
     }
     await handle.signal(decisionSignal, payload);
     const nonce = (payload as { claims?: { nonce?: unknown } } | null)?.claims?.nonce;
+    const ownNonce = typeof nonce === 'string' ? nonce : undefined;
     const deadline = Date.now() + waitMs;
     // Polled with a growing pause: many decisions sent at once must not flood the workers with
     // queries while they are busy applying them.
@@ -631,63 +683,13 @@ export class ToolgateClient {
       const record = await this.get(callId, { queryTimeoutMs }).catch(() => undefined);
       if (record) {
         lastSeen = record;
-        if (typeof nonce === 'string' && record.approval?.decisionNonce === nonce) {
-          return { accepted: true, state: 'accepted', record };
-        }
-        const refused = record.refusedDecisions.find(
-          (entry) => typeof nonce === 'string' && entry.nonce === nonce,
-        );
-        if (refused) return { accepted: false, state: 'refused', reason: refused.reason, record };
-        // Closed without taking it (expired, cancelled meanwhile): waiting longer cannot help.
-        if (isTerminalStatus(record.status)) {
-          return {
-            accepted: false,
-            state: 'closed',
-            reason: `the call closed (${record.status}) before the decision was applied`,
-            record,
-          };
-        }
-        if (
-          typeof nonce !== 'string' &&
-          record.refusedDecisions.length > 0 &&
-          record.status === 'awaiting_approval'
-        ) {
-          const last = record.refusedDecisions[record.refusedDecisions.length - 1]!;
-          return { accepted: false, state: 'refused', reason: last.reason, record };
-        }
+        const verdict = decisionVerdict(record, ownNonce);
+        if (verdict) return verdict;
       }
-      await new Promise((resolve) =>
-        setTimeout(resolve, Math.min(pauseMs, Math.max(0, deadline - Date.now()))),
-      );
+      await pause(Math.min(pauseMs, Math.max(0, deadline - Date.now())));
       pauseMs = Math.min(pauseMs * 2, 400);
     }
-    // Neither taken nor refused in time. The call names the last decisions it dropped unread
-    // because its queue was full; the nonce is only claimed there, so this is judged at the end of
-    // the wait, after the record had every chance to show this decision taken or refused.
-    const droppedUnread = lastSeen?.decisionsDroppedUnread ?? 0;
-    const flood =
-      `the call's queue of decisions to check was full (${droppedUnread} dropped unread so far): someone is ` +
-      "flooding it with signals; find out who can signal workflows in the call's namespace";
-    if (
-      typeof nonce === 'string' &&
-      lastSeen?.status === 'awaiting_approval' &&
-      lastSeen.droppedUnreadNonces?.includes(nonce)
-    ) {
-      return {
-        accepted: false,
-        state: 'dropped',
-        reason: `this decision was dropped unread and did not count. ${flood}. Send it again once the flood stops (a decision never counts twice)`,
-        record: lastSeen,
-      };
-    }
-    return {
-      accepted: false,
-      state: 'delivered',
-      reason:
-        droppedUnread > 0
-          ? `no worker processed the decision in time, and ${flood}. Check with get() whether it counted, and send it again if not`
-          : 'no worker processed the decision in time; check again with get()',
-    };
+    return undecidedInTime(lastSeen, ownNonce);
   }
 
   async #decide(
@@ -822,3 +824,63 @@ function recordFromFailure(error: unknown, callId: string): CallRecord {
 
 export { checkContext } from './call-context.ts';
 export { ClusterNotReadyError, NoWorkerAnsweredError, ToolgateUsageError } from './errors.ts';
+
+/**
+ * What a record says about a decision sent with `nonce` (undefined when the payload had none), or
+ * undefined while it says nothing yet.
+ */
+function decisionVerdict(record: CallRecord, nonce: string | undefined): DecisionOutcome | undefined {
+  if (nonce !== undefined && record.approval?.decisionNonce === nonce) {
+    return { accepted: true, state: 'accepted', record };
+  }
+  const refused =
+    nonce === undefined ? undefined : record.refusedDecisions.find((entry) => entry.nonce === nonce);
+  if (refused) return { accepted: false, state: 'refused', reason: refused.reason, record };
+  // Closed without taking it (expired, cancelled meanwhile): waiting longer cannot help.
+  if (isTerminalStatus(record.status)) {
+    return {
+      accepted: false,
+      state: 'closed',
+      reason: `the call closed (${record.status}) before the decision was applied`,
+      record,
+    };
+  }
+  // A payload without a nonce cannot be matched: the latest refusal is taken as its answer.
+  const last = record.refusedDecisions.at(-1);
+  if (nonce === undefined && last && record.status === 'awaiting_approval') {
+    return { accepted: false, state: 'refused', reason: last.reason, record };
+  }
+  return undefined;
+}
+
+/**
+ * The answer when a decision was neither taken nor refused in time. The call names the last
+ * decisions it dropped unread because its queue was full; the nonce is only claimed there, so this
+ * is judged at the end of the wait, after the record had every chance to show the decision.
+ */
+function undecidedInTime(lastSeen: CallRecord | undefined, nonce: string | undefined): DecisionOutcome {
+  const droppedUnread = lastSeen?.decisionsDroppedUnread ?? 0;
+  const flood =
+    `the call's queue of decisions to check was full (${droppedUnread} dropped unread so far): someone is ` +
+    "flooding it with signals; find out who can signal workflows in the call's namespace";
+  if (
+    nonce !== undefined &&
+    lastSeen?.status === 'awaiting_approval' &&
+    lastSeen.droppedUnreadNonces?.includes(nonce)
+  ) {
+    return {
+      accepted: false,
+      state: 'dropped',
+      reason: `this decision was dropped unread and did not count. ${flood}. Send it again once the flood stops (a decision never counts twice)`,
+      record: lastSeen,
+    };
+  }
+  return {
+    accepted: false,
+    state: 'delivered',
+    reason:
+      droppedUnread > 0
+        ? `no worker processed the decision in time, and ${flood}. Check with get() whether it counted, and send it again if not`
+        : 'no worker processed the decision in time; check again with get()',
+  };
+}

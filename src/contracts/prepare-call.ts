@@ -1,7 +1,7 @@
 import type { SearchAttributePair } from '@temporalio/common';
 import { describeKeyRules, idempotencyKeyPattern, callId as makeCallId } from './call-id.ts';
 import type { CallContext, CallRecord, CallStatus, ReplayInfo } from './call-record.ts';
-import { checkInput, lookupTool, type ToolCatalog } from './define-tool.ts';
+import { checkInput, lookupTool, type ToolCatalog, type ToolContract } from './define-tool.ts';
 import { KeyDerivationError } from './errors.ts';
 import { callFingerprint } from './fingerprint.ts';
 import {
@@ -13,6 +13,7 @@ import {
 } from './limits.ts';
 import type { ReasonCode } from './reason-codes.ts';
 import { searchAttributeKeys } from './search-attributes.ts';
+import type { SideEffectTier } from './tier.ts';
 
 export { KeyDerivationError };
 
@@ -94,6 +95,12 @@ export interface PrepareCallOptions {
    * runs inside workflows; the client passes Node's, which gives the same digest for less CPU.
    */
   readonly sha256Hex?: (text: string) => string;
+  /**
+   * Asked only for a tool name longer than any tool can have: whether to refuse it here, without a
+   * workflow (default yes). Child calls answer through `patched()`, so agent histories recorded
+   * before that refusal existed replay as they ran.
+   */
+  readonly refuseLongToolName?: () => boolean;
 }
 
 /** A call ready to start, or the record of why it cannot be. */
@@ -103,11 +110,18 @@ export type PreparedCall =
       readonly callId: string;
       readonly key?: string;
       readonly fingerprint: string;
+      /** The tool's tier when the caller's catalog has the tool (the worker's catalog decides). */
+      readonly tier?: SideEffectTier;
       readonly workflowRequest: ToolCallRequest;
       /** Set at start, so a call is visible in lists before its first workflow task runs. */
       readonly searchAttributes: SearchAttributePair[];
     }
-  | { readonly ok: false; readonly record: CallRecord };
+  | {
+      readonly ok: false;
+      readonly record: CallRecord;
+      /** The caller's own bug behind the refusal (a key function that threw), for its diagnostics. */
+      readonly error?: KeyDerivationError;
+    };
 
 /**
  * What is wrong with a toolCall workflow's input, or undefined when it has the shape clients and
@@ -153,8 +167,17 @@ export function deriveCallKey(
   context: CallContext,
   options: Pick<PrepareCallOptions, 'catalog' | 'keyFor'>,
 ): string | undefined {
-  if (request.key !== undefined) return request.key;
   const contract = options.catalog ? lookupTool(options.catalog, request.tool) : undefined;
+  return keyForRequest(request, context, contract, options.keyFor);
+}
+
+function keyForRequest(
+  request: CallRequest,
+  context: CallContext,
+  contract: ToolContract | undefined,
+  keyFor: KeyDeriver | undefined,
+): string | undefined {
+  if (request.key !== undefined) return request.key;
   // A key function with a bug (say, `input.invoice.toLowerCase()` on a nullable field) must not
   // fail the caller: this also runs inside agent workflows, where a throw would fail the workflow
   // task and hold the agent until a new release. It becomes a refusal instead.
@@ -172,62 +195,42 @@ export function deriveCallKey(
     const parsed = checkInput(contract, request.input);
     if (parsed.success) return derive(() => contract.idempotencyKey!(parsed.data as never));
   }
-  const keyFor = options.keyFor;
   return keyFor ? derive(() => keyFor(request.tool, request.input, context)) : undefined;
 }
 
 /**
- * Everything a caller checks before asking Temporal for a workflow: the key's form, the size
- * limits (so an oversized call never becomes a server error), and the fingerprint. Pure code,
- * shared by the client and the workflow-side child entry point.
+ * Everything a caller checks before asking Temporal for a workflow, done once per call: the tool
+ * name's length, the key (given or derived) and its form, the size limits (so an oversized call
+ * never becomes a server error), and the fingerprint. The tool is looked up once. Pure code, the
+ * one preparation shared by the client, the agent adapters (through the client) and the
+ * workflow-side child entry point.
  */
 export function prepareCall(
   request: CallRequest,
   context: CallContext,
   options: PrepareCallOptions,
 ): PreparedCall {
-  // Values JSON cannot carry are named before anything reads them: a Date or a Map would reach
-  // the tool as something else than the caller sent, and a BigInt not at all.
-  const notJson = jsonValueProblem(request.input);
-  let key: string | undefined;
-  let keyFailed = false;
-  try {
-    if (!notJson) key = deriveCallKey(request, context, options);
-  } catch (error) {
-    if (!(error instanceof KeyDerivationError)) throw error;
-    keyFailed = true;
-  }
-  const refuse = (reason: ReasonCode, message: string, fingerprint = ''): PreparedCall => ({
-    ok: false,
-    record: refusedCallRecord({
-      request,
-      context,
-      key,
-      fingerprint,
-      reason,
-      message,
-      catalog: options.catalog,
-    }),
-  });
-  if (notJson) return refuse('INVALID_INPUT', `The arguments are not plain JSON: ${notJson}`);
-  if (keyFailed) return refuse('INVALID_INPUT', keyDerivationFailureMessage);
-  if (key !== undefined && !idempotencyKeyPattern.test(key)) {
-    return refuse('INVALID_INPUT', `The idempotency key is malformed. ${describeKeyRules()}`);
-  }
-  const breach = checkInputLimits(request.input, options.limits ?? defaultPayloadLimits);
-  if (breach) return refuse('PAYLOAD_TOO_LARGE', breach.message);
-  let fingerprint: string;
-  try {
-    fingerprint = callFingerprint(request.tool, request.input, options.sha256Hex);
-  } catch {
-    return refuse('INVALID_INPUT', 'The arguments must be plain JSON values.');
+  if (isLongToolName(request) && (options.refuseLongToolName?.() ?? true)) {
+    return { ok: false, record: longToolNameRecord(request, context) };
   }
   const contract = options.catalog ? lookupTool(options.catalog, request.tool) : undefined;
+  const tier = contract?.tier;
+  const checked = checkRequest(request, context, contract, options);
+  if ('refusal' in checked) {
+    const { reason, message, key, fingerprint, error } = checked.refusal;
+    return {
+      ok: false,
+      record: refusedCallRecord({ request, context, key, fingerprint, reason, message, tier }),
+      ...(error ? { error } : {}),
+    };
+  }
+  const { key, fingerprint } = checked;
   return {
     ok: true,
     callId: makeCallId({ tenant: context.tenant, tool: request.tool, key, unique: options.unique }),
     ...(key !== undefined ? { key } : {}),
     fingerprint,
+    ...(tier ? { tier } : {}),
     workflowRequest: {
       tool: request.tool,
       input: request.input,
@@ -244,23 +247,64 @@ export function prepareCall(
       { key: searchAttributeKeys.callStatus, value: 'pending' },
       { key: searchAttributeKeys.callEffect, value: 'none' },
       // Indexed now so the workflow need not write it; the workflow corrects a missing or wrong one.
-      ...(contract ? [{ key: searchAttributeKeys.toolTier, value: contract.tier }] : []),
+      ...(tier ? [{ key: searchAttributeKeys.toolTier, value: tier }] : []),
     ],
   };
 }
 
-/**
- * The refusal of a tool name longer than any tool can have (see `maxRequestedToolNameLength`), or
- * undefined for a name of an ordinary length. Nothing is started for such a name, so the model
- * cannot put megabytes into a record or an index through the name alone. Shared by the client and
- * the workflow-side child entry point, so both refuse with the same words.
- */
-export function longToolNameRefusal(
+interface RequestRefusal {
+  readonly reason: ReasonCode;
+  readonly message: string;
+  readonly key: string | undefined;
+  readonly fingerprint: string;
+  readonly error?: KeyDerivationError;
+}
+
+/** The key and fingerprint of a request, or the first reason it cannot start. */
+function checkRequest(
   request: CallRequest,
   context: CallContext,
-  catalog: ToolCatalog | undefined,
-): CallRecord | undefined {
-  if (typeof request.tool !== 'string' || request.tool.length <= maxRequestedToolNameLength) return undefined;
+  contract: ToolContract | undefined,
+  options: PrepareCallOptions,
+): { key: string | undefined; fingerprint: string } | { refusal: RequestRefusal } {
+  const refuse = (reason: ReasonCode, message: string, key?: string) => ({
+    refusal: { reason, message, key, fingerprint: '' },
+  });
+  // Values JSON cannot carry are named before anything reads them: a Date or a Map would reach
+  // the tool as something else than the caller sent, and a BigInt not at all.
+  const notJson = jsonValueProblem(request.input);
+  if (notJson) return refuse('INVALID_INPUT', `The arguments are not plain JSON: ${notJson}`);
+  let key: string | undefined;
+  try {
+    key = keyForRequest(request, context, contract, options.keyFor);
+  } catch (error) {
+    if (!(error instanceof KeyDerivationError)) throw error;
+    return {
+      refusal: { reason: 'INVALID_INPUT', message: keyDerivationFailureMessage, key, fingerprint: '', error },
+    };
+  }
+  if (key !== undefined && !idempotencyKeyPattern.test(key)) {
+    return refuse('INVALID_INPUT', `The idempotency key is malformed. ${describeKeyRules()}`, key);
+  }
+  const breach = checkInputLimits(request.input, options.limits ?? defaultPayloadLimits);
+  if (breach) return refuse('PAYLOAD_TOO_LARGE', breach.message, key);
+  try {
+    return { key, fingerprint: callFingerprint(request.tool, request.input, options.sha256Hex) };
+  } catch {
+    return refuse('INVALID_INPUT', 'The arguments must be plain JSON values.', key);
+  }
+}
+
+/** Whether the tool name is longer than any tool's (see `maxRequestedToolNameLength`). */
+function isLongToolName(request: CallRequest): boolean {
+  return typeof request.tool === 'string' && request.tool.length > maxRequestedToolNameLength;
+}
+
+/**
+ * The refusal of a tool name longer than any tool can have. Nothing is started for such a name, so
+ * the model cannot put megabytes into a record or an index through the name alone.
+ */
+function longToolNameRecord(request: CallRequest, context: CallContext): CallRecord {
   return refusedCallRecord({
     request: { ...request, tool: `${request.tool.slice(0, 40)}…` },
     context,
@@ -270,7 +314,6 @@ export function longToolNameRefusal(
     message:
       `No tool has a name this long (${request.tool.length} characters; tool names have at most 64). ` +
       'Use only the tools listed in your tool definitions, spelled exactly.',
-    catalog,
   });
 }
 
@@ -282,15 +325,15 @@ export function refusedCallRecord(options: {
   readonly fingerprint: string;
   readonly reason: ReasonCode;
   readonly message: string;
-  readonly catalog?: ToolCatalog | undefined;
+  /** The tool's tier, when the caller's catalog knows the tool. */
+  readonly tier?: SideEffectTier | undefined;
 }): CallRecord {
   const at = new Date().toISOString();
-  const contract = options.catalog ? lookupTool(options.catalog, options.request.tool) : undefined;
   return {
     callId: '',
     runId: '',
     tool: options.request.tool,
-    ...(contract ? { tier: contract.tier } : {}),
+    ...(options.tier ? { tier: options.tier } : {}),
     tenant: options.context.tenant,
     principal: options.context.principal,
     principalKind: options.context.principalKind,

@@ -1,6 +1,7 @@
 import type { ToolgateCaller } from '../../../src/agent/run-tool-calls.ts';
-import type { CallRequest, StartedCall } from '../../../src/client/toolgate-client.ts';
+import { type CallRequest, refusedStart, type StartedCall } from '../../../src/client/toolgate-client.ts';
 import type { CallContext, CallRecord, CallStatus } from '../../../src/contracts/call-record.ts';
+import { prepareCall } from '../../../src/contracts/prepare-call.ts';
 import type { ReasonCode } from '../../../src/contracts/reason-codes.ts';
 
 /** A call record with sensible defaults, for tests. */
@@ -49,7 +50,16 @@ export function createFakeClient(behaviours: Record<string, FakeBehaviour>): Fak
   const fake: FakeClient = {
     starts: [],
     maxConcurrent: 0,
-    async start(request, context): Promise<StartedCall> {
+    async start(given, context, options = {}): Promise<StartedCall> {
+      // Prepared as the real client prepares it: key, refusals and tier come from prepareCall.
+      const prepared = prepareCall(given, context, {
+        ...(options.catalog ? { catalog: options.catalog } : {}),
+        ...(options.keyFor ? { keyFor: options.keyFor } : {}),
+        unique: String(counter + 1),
+      });
+      if (!prepared.ok) return refusedStart(prepared);
+      const request = { ...given, ...(prepared.key !== undefined ? { key: prepared.key } : {}) };
+      const tier = prepared.tier ? { tier: prepared.tier } : {};
       fake.starts.push({ request, context });
       const behaviour = behaviours[request.tool];
       if (!behaviour) throw new Error(`no behaviour for ${request.tool}`);
@@ -71,7 +81,7 @@ export function createFakeClient(behaviours: Record<string, FakeBehaviour>): Fak
         }),
       );
       delays.set(callId, behaviour.delayMs ?? 0);
-      return { callId, runId: 'run-1', disposition: 'started' };
+      return { callId, runId: 'run-1', disposition: 'started', ...tier };
     },
     async result(callId) {
       running++;

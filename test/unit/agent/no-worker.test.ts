@@ -11,6 +11,7 @@ import {
 } from '../../../src/agent/run-tool-calls.ts';
 import { NoWorkerAnsweredError, type ResultOptions } from '../../../src/client/toolgate-client.ts';
 import type { CallContext, CallRecord, CallStatus } from '../../../src/contracts/call-record.ts';
+import { lookupTool } from '../../../src/contracts/define-tool.ts';
 import { createRecord } from './fake-client.ts';
 
 const context: CallContext = { tenant: 'acme', principal: 'agent-7', principalKind: 'agent' };
@@ -51,9 +52,11 @@ function createWorkerlessClient(options: { withLiveWorkerCheck?: boolean; liveWo
     answerGetWith: (status) => {
       liveStatus = status;
     },
-    async start() {
+    async start(request, _context, options = {}) {
       client.starts++;
-      return { callId, runId, disposition: 'started' };
+      // The tier from the contracts the call is prepared with, as the real client reports it.
+      const tier = options.catalog ? lookupTool(options.catalog, request.tool)?.tier : undefined;
+      return { callId, runId, disposition: 'started', ...(tier ? { tier } : {}) };
     },
     async result(id, run, resultOptions) {
       resultCalls.push({ callId: id, runId: run, options: resultOptions });

@@ -215,3 +215,28 @@ describe('a key function that throws', () => {
     expect(errors).toHaveLength(1);
   });
 });
+
+describe('one preparation per call', () => {
+  it('looks the tool up once, in prepareCall, from the model call to the start', async () => {
+    // Counts every read of a tool's contract from the catalog.
+    const reads: string[] = [];
+    const counted = new Proxy(exampleCatalog, {
+      get(target, name, receiver) {
+        if (typeof name === 'string') reads.push(name);
+        return Reflect.get(target, name, receiver);
+      },
+    });
+    const client = createFakeClient({ transfer_funds: { kind: 'awaiting_approval' } });
+    const [outcome] = await runToolCalls([{ id: 'toolu_1', name: 'transfer_funds', input: transfer }], {
+      client,
+      context,
+      catalog: counted,
+      keyFor: () => 'fallback-key',
+    });
+    // The contract's key (not the caller's fallback) and the approval tier (so the call is
+    // reported pending at once) both came from that one read.
+    expect(client.starts[0]!.request.key).toBe('transfer-INV-7');
+    expect(outcome!.state).toBe('pending');
+    expect(reads.filter((name) => name === 'transfer_funds')).toHaveLength(1);
+  });
+});

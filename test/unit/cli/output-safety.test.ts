@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { exampleCatalog } from '../../../examples/contracts.ts';
 import {
   createProgressReporter,
   describeBulkSummary,
@@ -154,7 +153,7 @@ describe('describeRecord of a call refused before any workflow started', () => {
       fingerprint: 'f'.repeat(64),
       reason: 'KEY_MISMATCH',
       message: 'This key was already used with other arguments.',
-      catalog: exampleCatalog,
+      tier: 'readonly',
     });
     const lines = describeRecord(refused);
     expect(lines).toContain('call      (none: refused before a call was started)');

@@ -18,12 +18,7 @@ import {
 } from '../../../src/contracts/define-tool.ts';
 import { callFingerprint, sha256Hex } from '../../../src/contracts/fingerprint.ts';
 import { checkInputLimits, utf8Length } from '../../../src/contracts/limits.ts';
-import {
-  deriveCallKey,
-  KeyDerivationError,
-  longToolNameRefusal,
-  prepareCall,
-} from '../../../src/contracts/prepare-call.ts';
+import { deriveCallKey, KeyDerivationError, prepareCall } from '../../../src/contracts/prepare-call.ts';
 import { reasonCodes, retryableReasonCodes } from '../../../src/contracts/reason-codes.ts';
 import { isToolAllowed } from '../../../src/policy/allowlist.ts';
 import { payInvoiceWithBuggyKey } from '../../support/throwing-key-contract.ts';
@@ -221,14 +216,27 @@ describe('requests a client refuses before starting anything', () => {
   });
 
   it('draws the long-name line at 128 characters, for the client and child calls alike', () => {
-    expect(
-      longToolNameRefusal({ tool: 'x'.repeat(128), input: {} }, context, exampleCatalog),
-    ).toBeUndefined();
-    expect(longToolNameRefusal({ tool: 'x'.repeat(129), input: {} }, context, exampleCatalog)).toMatchObject({
-      status: 'denied',
-      reason: 'NOT_ALLOWED',
-      tool: `${'x'.repeat(40)}…`,
+    const prepare = (tool: string, refuseLongToolName?: () => boolean) =>
+      prepareCall({ tool, input: {} }, context, {
+        catalog: exampleCatalog,
+        unique: 'u-1',
+        ...(refuseLongToolName ? { refuseLongToolName } : {}),
+      });
+    expect(prepare('x'.repeat(128)).ok).toBe(true);
+    expect(prepare('x'.repeat(129))).toMatchObject({
+      ok: false,
+      record: { status: 'denied', reason: 'NOT_ALLOWED', tool: `${'x'.repeat(40)}…` },
     });
+    // A child call asks its patch, and only for such a name: an unpatched history starts the call.
+    let asked = 0;
+    const ask = () => {
+      asked++;
+      return false;
+    };
+    expect(prepare('x'.repeat(128), ask).ok).toBe(true);
+    expect(asked).toBe(0);
+    expect(prepare('x'.repeat(129), ask).ok).toBe(true);
+    expect(asked).toBe(1);
   });
 });
 
