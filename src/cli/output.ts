@@ -1,5 +1,12 @@
 import type { BulkReplayProgress, BulkReplaySummary, CallSummary } from '../client/operations.ts';
-import type { CallRecord } from '../contracts/call-record.ts';
+import type {
+  ApprovalState,
+  CallRecord,
+  RefusedDecision,
+  ReplayInfo,
+  Transition,
+  UndoInfo,
+} from '../contracts/call-record.ts';
 
 /**
  * The CLI's exit codes. Scripts can branch on them without parsing output.
@@ -123,7 +130,7 @@ function describeIdentity(record: CallRecord): string[] {
  */
 export function describeRecord(record: CallRecord): string[] {
   const [callLine, runLine, inputLine] = describeIdentity(record);
-  const lines = [
+  return [
     callLine!,
     runLine!,
     `tool      ${safeText(record.tool, nameWidth)}${record.tier ? ` (${safeText(record.tier, 32)})` : ''}`,
@@ -131,53 +138,61 @@ export function describeRecord(record: CallRecord): string[] {
     `requester ${safeText(record.principal, nameWidth)} (${safeText(record.principalKind, 32)}) in ${safeText(record.tenant, nameWidth)}`,
     ...(record.key !== undefined ? [`key       ${safeText(record.key, nameWidth)}`] : []),
     inputLine!,
+    ...(record.message ? [`message   ${safeText(record.message, 400)}`] : []),
+    ...(record.output !== undefined ? [`output    ${safeText(record.output)}`] : []),
+    ...(record.approval ? describeApproval(record.approval) : []),
+    ...(record.replay ? [describeReplay(record.replay)] : []),
+    ...(record.undo ? [describeUndo(record.undo)] : []),
+    ...describeTransitions(record.transitions),
+    ...describeRefusedDecisions(record.refusedDecisions),
+    ...(record.decisionsDroppedUnread
+      ? [
+          `decisions dropped unread: ${safeText(record.decisionsDroppedUnread, 32)} (the queue of decisions to check was full: a flood of signals; a valid one among them must be sent again)`,
+        ]
+      : []),
   ];
-  if (record.message) lines.push(`message   ${safeText(record.message, 400)}`);
-  if (record.output !== undefined) lines.push(`output    ${safeText(record.output)}`);
-  if (record.approval) {
-    const approval = record.approval;
+}
+
+function describeApproval(approval: ApprovalState): string[] {
+  const lines = [
+    `approvers ${approval.approvers.map((approver) => safeText(approver, nameWidth)).join(', ')}   expires ${safeText(approval.expiresAt, 64)}`,
+  ];
+  if (approval.preview) lines.push(`preview   ${safeText(approval.preview, 400)}`);
+  if (approval.decision) {
     lines.push(
-      `approvers ${approval.approvers.map((approver) => safeText(approver, nameWidth)).join(', ')}   expires ${safeText(approval.expiresAt, 64)}`,
-    );
-    if (approval.preview) lines.push(`preview   ${safeText(approval.preview, 400)}`);
-    if (approval.decision) {
-      lines.push(
-        `decision  ${safeText(approval.decision, 32)} by ${approval.decidedBy === undefined ? '?' : safeText(approval.decidedBy, nameWidth)}${approval.comment ? `: ${safeText(approval.comment)}` : ''}`,
-      );
-    }
-  }
-  if (record.replay) {
-    const replay = record.replay;
-    lines.push(
-      `replay    of run ${safeText(replay.replacesRunId, 64)} by ${safeText(replay.operator, nameWidth)}${replay.force ? ' (forced)' : ''}${replay.reason ? `: ${safeText(replay.reason)}` : ''}`,
-    );
-  }
-  if (record.undo) {
-    const undo = record.undo;
-    lines.push(
-      `undo      ${safeText(undo.status, 32)} by ${safeText(undo.operator, nameWidth)} at ${safeText(undo.at, 64)}${undo.message ? `: ${safeText(undo.message)}` : ''}`,
-    );
-  }
-  lines.push('transitions');
-  for (const transition of record.transitions) {
-    lines.push(
-      `  ${safeText(transition.at, 64)}  ${safeText(transition.status, 32)}${transition.note ? `  ${safeText(transition.note)}` : ''}`,
-    );
-  }
-  if (record.refusedDecisions.length > 0) {
-    lines.push('refused decisions');
-    for (const refused of record.refusedDecisions) {
-      lines.push(
-        `  ${safeText(refused.at, 64)}  ${safeText(refused.decision, 32)} claimed by ${safeText(refused.claimedApprover, 64)}: ${safeText(refused.reason)}`,
-      );
-    }
-  }
-  if (record.decisionsDroppedUnread) {
-    lines.push(
-      `decisions dropped unread: ${safeText(record.decisionsDroppedUnread, 32)} (the queue of decisions to check was full: a flood of signals; a valid one among them must be sent again)`,
+      `decision  ${safeText(approval.decision, 32)} by ${approval.decidedBy === undefined ? '?' : safeText(approval.decidedBy, nameWidth)}${approval.comment ? `: ${safeText(approval.comment)}` : ''}`,
     );
   }
   return lines;
+}
+
+function describeReplay(replay: ReplayInfo): string {
+  return `replay    of run ${safeText(replay.replacesRunId, 64)} by ${safeText(replay.operator, nameWidth)}${replay.force ? ' (forced)' : ''}${replay.reason ? `: ${safeText(replay.reason)}` : ''}`;
+}
+
+function describeUndo(undo: UndoInfo): string {
+  return `undo      ${safeText(undo.status, 32)} by ${safeText(undo.operator, nameWidth)} at ${safeText(undo.at, 64)}${undo.message ? `: ${safeText(undo.message)}` : ''}`;
+}
+
+function describeTransitions(transitions: readonly Transition[]): string[] {
+  return [
+    'transitions',
+    ...transitions.map(
+      (transition) =>
+        `  ${safeText(transition.at, 64)}  ${safeText(transition.status, 32)}${transition.note ? `  ${safeText(transition.note)}` : ''}`,
+    ),
+  ];
+}
+
+function describeRefusedDecisions(refusedDecisions: readonly RefusedDecision[]): string[] {
+  if (refusedDecisions.length === 0) return [];
+  return [
+    'refused decisions',
+    ...refusedDecisions.map(
+      (refused) =>
+        `  ${safeText(refused.at, 64)}  ${safeText(refused.decision, 32)} claimed by ${safeText(refused.claimedApprover, 64)}: ${safeText(refused.reason)}`,
+    ),
+  ];
 }
 
 /** Left-aligned columns, widths from the content. */

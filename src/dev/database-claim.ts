@@ -74,25 +74,8 @@ async function claimUnderLock(
   for (let attempt = 1; ; attempt++) {
     const existing = await readClaim(claimFile);
     const servers = serversOn(dbFile, await listProcesses());
-    // The owner holds the file while it lives and, once it has recorded its server, while that
-    // server runs as its child. A recorded server under another parent is an orphan, even if a
-    // new process has since been given the owner's pid.
-    const owner =
-      existing !== undefined &&
-      isAlive(existing.ownerPid) &&
-      (existing.serverPid === undefined ||
-        servers.some((server) => server.pid === existing.serverPid && server.parentPid === existing.ownerPid))
-        ? existing.ownerPid
-        : undefined;
-    for (const server of servers) {
-      const orphan = existing?.serverPid === server.pid && owner === undefined;
-      if (!orphan) throw new DatabaseInUseError(serverInUseMessage(dbFile, server.pid, owner));
-      await stopOrphan(server.pid, options.orphanGraceMilliseconds ?? 10_000);
-      options.onProgress(
-        `Stopped the Temporal dev server (pid ${server.pid}) that a toolgate no longer running ` +
-          `(pid ${existing?.ownerPid}) had left on ${dbFile}.`,
-      );
-    }
+    const owner = liveOwner(existing, servers);
+    await stopOrphans(dbFile, existing, owner, servers, options);
     if (owner !== undefined) {
       // The owner is starting its server, or runs one that the listing could not show.
       throw new DatabaseInUseError(
@@ -102,15 +85,58 @@ async function claimUnderLock(
       );
     }
     await unlink(claimFile).catch(() => undefined);
-    const record: ClaimRecord = { ownerPid: process.pid, claimedAt: new Date().toISOString() };
-    try {
-      // 'wx' fails when another start created the file after it was read: then look again.
-      await writeFile(claimFile, `${JSON.stringify(record)}\n`, { flag: 'wx' });
-      return ownedClaim(claimFile, record);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw error;
-    }
+    const claim = await writeNewClaim(claimFile, attempt >= 3);
+    if (claim !== undefined) return claim;
   }
+}
+
+/**
+ * The pid of the process that holds the claim, if any. The owner holds the file while it lives
+ * and, once it has recorded its server, while that server runs as its child. A recorded server
+ * under another parent is an orphan, even if a new process has since been given the owner's pid.
+ */
+function liveOwner(existing: ClaimRecord | undefined, servers: readonly ListedProcess[]): number | undefined {
+  if (existing === undefined || !isAlive(existing.ownerPid)) return undefined;
+  if (existing.serverPid === undefined) return existing.ownerPid;
+  const runsItsServer = servers.some(
+    (server) => server.pid === existing.serverPid && server.parentPid === existing.ownerPid,
+  );
+  return runsItsServer ? existing.ownerPid : undefined;
+}
+
+/**
+ * Stops the servers on `dbFile` that the claim recorded and whose owner is gone; any other server
+ * on it is in use, and refused.
+ */
+async function stopOrphans(
+  dbFile: string,
+  existing: ClaimRecord | undefined,
+  owner: number | undefined,
+  servers: readonly ListedProcess[],
+  options: ClaimOptions,
+): Promise<void> {
+  for (const server of servers) {
+    const orphan = existing?.serverPid === server.pid && owner === undefined;
+    if (!orphan) throw new DatabaseInUseError(serverInUseMessage(dbFile, server.pid, owner));
+    await stopOrphan(server.pid, options.orphanGraceMilliseconds ?? 10_000);
+    options.onProgress(
+      `Stopped the Temporal dev server (pid ${server.pid}) that a toolgate no longer running ` +
+        `(pid ${existing?.ownerPid}) had left on ${dbFile}.`,
+    );
+  }
+}
+
+/** Writes this process's claim; undefined when another start wrote one first, unless `lastAttempt`. */
+async function writeNewClaim(claimFile: string, lastAttempt: boolean): Promise<DatabaseClaim | undefined> {
+  const record: ClaimRecord = { ownerPid: process.pid, claimedAt: new Date().toISOString() };
+  try {
+    // 'wx' fails when another start created the file after it was read: then look again.
+    await writeFile(claimFile, `${JSON.stringify(record)}\n`, { flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || lastAttempt) throw error;
+    return undefined;
+  }
+  return ownedClaim(claimFile, record);
 }
 
 function ownedClaim(claimFile: string, record: ClaimRecord): DatabaseClaim {

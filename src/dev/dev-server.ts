@@ -500,7 +500,7 @@ async function ensureSearchAttributes(
   deadline: number,
   lifecycle: Lifecycle,
   signal: AbortSignal | undefined,
-): Promise<{ problem: string } | { created: string[] }> {
+): Promise<SearchAttributesOutcome> {
   const target = ['--address', address, '--namespace', namespace];
   let lastProblem = 'no attempt finished';
   const created = new Set<string>();
@@ -511,60 +511,77 @@ async function ensureSearchAttributes(
         problem: `the server process ${lifecycle.exitDescription()} while registering search attributes.`,
       };
     }
-    const listing = await runCli(
-      cli,
-      ['operator', 'search-attribute', 'list', ...target, '-o', 'json'],
-      signal,
-    );
-    const existing = listing.ok ? parseCustomAttributes(listing.stdout) : undefined;
-    if (existing === undefined) {
-      lastProblem = `listing search attributes failed: ${summarize(listing)}`;
-    } else {
-      const conflicting = toolgateSearchAttributes.filter(
-        (attribute) =>
-          existing[attribute.name] !== undefined &&
-          existing[attribute.name] !== `INDEXED_VALUE_TYPE_${attribute.type.toUpperCase()}`,
-      );
-      if (conflicting.length > 0) {
-        const details = conflicting.map((attribute) => `${attribute.name} is ${existing[attribute.name]}`);
-        return {
-          problem: `search attributes exist with the wrong type (${details.join(', ')}); toolgate needs Keyword. Use a fresh DB file.`,
-        };
-      }
-      const missing = toolgateSearchAttributes.filter((attribute) => existing[attribute.name] === undefined);
-      if (missing.length === 0) {
-        return { created: [...created] };
-      }
-      // One attribute per command: the CLI accepts repeated --name but was seen to register only
-      // the first of them.
-      for (const attribute of missing) {
-        const creation = await runCli(
-          cli,
-          [
-            'operator',
-            'search-attribute',
-            'create',
-            '--name',
-            attribute.name,
-            '--type',
-            attribute.type,
-            ...target,
-          ],
-          signal,
-        );
-        const output = `${creation.stdout}\n${creation.stderr}`;
-        if (!creation.ok && !output.includes('already exists')) {
-          lastProblem = `creating search attribute ${attribute.name} failed: ${summarize(creation)}`;
-        } else {
-          created.add(attribute.name);
-        }
-      }
-    }
+    const round = await registerSearchAttributes(cli, target, signal, created);
+    if ('outcome' in round) return round.outcome;
+    lastProblem = round.problem ?? lastProblem;
     if (Date.now() >= deadline) {
       return { problem: `search attributes were not all registered before the timeout (${lastProblem}).` };
     }
     await delay(pollIntervalMilliseconds, signal);
   }
+}
+
+type SearchAttributesOutcome = { problem: string } | { created: string[] };
+
+/**
+ * One round of {@link ensureSearchAttributes}: lists the attributes and creates the missing ones,
+ * adding their names to `created`. An `outcome` ends the wait (all are there, or one has the wrong
+ * type); otherwise `problem` says what failed this round, if anything did, and the caller tries again.
+ */
+async function registerSearchAttributes(
+  cli: FoundCli,
+  target: readonly string[],
+  signal: AbortSignal | undefined,
+  created: Set<string>,
+): Promise<{ outcome: SearchAttributesOutcome } | { problem?: string }> {
+  const listing = await runCli(
+    cli,
+    ['operator', 'search-attribute', 'list', ...target, '-o', 'json'],
+    signal,
+  );
+  const existing = listing.ok ? parseCustomAttributes(listing.stdout) : undefined;
+  if (existing === undefined) return { problem: `listing search attributes failed: ${summarize(listing)}` };
+  const conflicting = toolgateSearchAttributes.filter(
+    (attribute) =>
+      existing[attribute.name] !== undefined &&
+      existing[attribute.name] !== `INDEXED_VALUE_TYPE_${attribute.type.toUpperCase()}`,
+  );
+  if (conflicting.length > 0) {
+    const details = conflicting.map((attribute) => `${attribute.name} is ${existing[attribute.name]}`);
+    return {
+      outcome: {
+        problem: `search attributes exist with the wrong type (${details.join(', ')}); toolgate needs Keyword. Use a fresh DB file.`,
+      },
+    };
+  }
+  const missing = toolgateSearchAttributes.filter((attribute) => existing[attribute.name] === undefined);
+  if (missing.length === 0) return { outcome: { created: [...created] } };
+  let problem: string | undefined;
+  // One attribute per command: the CLI accepts repeated --name but was seen to register only
+  // the first of them.
+  for (const attribute of missing) {
+    const creation = await runCli(
+      cli,
+      [
+        'operator',
+        'search-attribute',
+        'create',
+        '--name',
+        attribute.name,
+        '--type',
+        attribute.type,
+        ...target,
+      ],
+      signal,
+    );
+    const output = `${creation.stdout}\n${creation.stderr}`;
+    if (!creation.ok && !output.includes('already exists')) {
+      problem = `creating search attribute ${attribute.name} failed: ${summarize(creation)}`;
+    } else {
+      created.add(attribute.name);
+    }
+  }
+  return problem === undefined ? {} : { problem };
 }
 
 function parseCustomAttributes(json: string): Record<string, string> | undefined {

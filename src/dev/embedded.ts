@@ -110,45 +110,15 @@ async function startEmbeddedParts(
   undo: Array<() => Promise<unknown>>,
 ): Promise<Embedded> {
   const { signal } = options;
-  const withSignal = signal ? { signal } : {};
   signal?.throwIfAborted();
   const env = options.env ?? process.env;
   const dataDir = resolve(options.dataDir ?? '.toolgate');
   const taskQueue = options.taskQueue ?? defaultTaskQueue;
   const progress = options.onProgress ?? ((line: string) => process.stderr.write(`${line}\n`));
 
-  let server: DevServer | undefined;
-  let address: string;
-  let namespace: string;
-  let connectionOptions: Record<string, unknown> = {};
-  if (options.cluster) {
-    address = options.cluster.address;
-    namespace = options.cluster.namespace;
-    connectionOptions = { ...options.cluster.connectionOptions };
-    progress(
-      `Using the existing Temporal cluster at ${address} (namespace ${namespace}); no local server is started.`,
-    );
-  } else {
-    const cli = await findTemporalCli({ env, onProgress: progress, ...withSignal });
-    server = await startDevServer({
-      ...withSignal,
-      cli,
-      dbFile: join(dataDir, 'temporal.db'),
-      grpcPort: options.grpcPort ?? 7233,
-      uiPort: options.uiPort ?? 8233,
-      headless: options.headless ?? false,
-      onProgress: progress,
-    });
-    undo.push(server.stop);
-    address = server.address;
-    namespace = server.namespace;
-  }
-
-  // Workers only need the public key. The private key is for approval surfaces (inbox, CLI).
-  const publicKeyFile = env['TOOLGATE_APPROVAL_PUBLIC_KEY_FILE'];
-  const keys = publicKeyFile ? undefined : await loadOrCreateApprovalKeys(join(dataDir, 'keys'));
-  const publicKey = publicKeyFile ? await loadPublicKey(publicKeyFile) : keys!.publicKey;
-  const signer = keys ? createApprovalSigner(keys.privateKey) : undefined;
+  const cluster = await openCluster(options, { env, dataDir, progress }, undo);
+  const { server, address, namespace, connectionOptions } = cluster;
+  const { publicKey, signer } = await loadApprovalKeys(env, dataDir);
 
   const connection = await untilAborted(
     Connection.connect({ ...connectionOptions, address }),
@@ -165,35 +135,12 @@ async function startEmbeddedParts(
     ...(options.eagerStart ? { eagerStart: true } : {}),
   });
 
-  let worker: Worker | undefined;
-  let nativeConnection: NativeConnection | undefined;
-  let running: Promise<void> = Promise.resolve();
-  if (options.worker ?? true) {
-    const opened = await untilAborted(
-      NativeConnection.connect({ ...connectionOptions, address } as never),
-      signal,
-      (late) => late.close(),
-    );
-    nativeConnection = opened;
-    undo.push(() => opened.close());
-    // Creating a worker bundles the workflow code, which takes seconds, and cannot be interrupted.
-    // A worker that arrives after an interruption already owns its workflow threads, which keep
-    // the process alive, so the undo waits for it and runs it down before its connection closes.
-    const activities = await options.tools.activities({ dataDir, approvalPublicKeys: [publicKey] });
-    const creating = createWorker({
-      connection: nativeConnection,
-      namespace,
-      taskQueue,
-      activities,
-      workflowsPath: options.tools.workflowsPath,
-    });
-    undo.push(async () => {
-      const late = await creating.catch(() => undefined);
-      if (late?.getState() === 'INITIALIZED') await late.runUntil(Promise.resolve());
-    });
-    worker = await untilAborted(creating, signal);
-    running = worker.run();
-  }
+  const started =
+    (options.worker ?? true)
+      ? await startToolWorker(options, { cluster, taskQueue, dataDir, publicKey }, undo)
+      : undefined;
+  const worker = started?.worker;
+  const running = started?.running ?? Promise.resolve();
 
   let stopped = false;
   return {
@@ -211,9 +158,92 @@ async function startEmbeddedParts(
       stopped = true;
       if (worker && worker.getState() === 'RUNNING') worker.shutdown();
       await running.catch(() => undefined);
-      await nativeConnection?.close();
+      await started?.nativeConnection.close();
       await connection.close();
       await server?.stop();
     },
   };
+}
+
+/** Where the client and the worker connect, and the dev server when toolgate started one. */
+interface OpenedCluster {
+  readonly server?: DevServer;
+  readonly address: string;
+  readonly namespace: string;
+  readonly connectionOptions: Record<string, unknown>;
+}
+
+/** The cluster given in the options, or a local dev server started on `<dataDir>/temporal.db`. */
+async function openCluster(
+  options: EmbeddedOptions,
+  where: { env: NodeJS.ProcessEnv; dataDir: string; progress: (line: string) => void },
+  undo: Array<() => Promise<unknown>>,
+): Promise<OpenedCluster> {
+  const { env, dataDir, progress } = where;
+  if (options.cluster) {
+    const { address, namespace } = options.cluster;
+    progress(
+      `Using the existing Temporal cluster at ${address} (namespace ${namespace}); no local server is started.`,
+    );
+    return { address, namespace, connectionOptions: { ...options.cluster.connectionOptions } };
+  }
+  const withSignal = options.signal ? { signal: options.signal } : {};
+  const cli = await findTemporalCli({ env, onProgress: progress, ...withSignal });
+  const server = await startDevServer({
+    ...withSignal,
+    cli,
+    dbFile: join(dataDir, 'temporal.db'),
+    grpcPort: options.grpcPort ?? 7233,
+    uiPort: options.uiPort ?? 8233,
+    headless: options.headless ?? false,
+    onProgress: progress,
+  });
+  undo.push(server.stop);
+  return { server, address: server.address, namespace: server.namespace, connectionOptions: {} };
+}
+
+/**
+ * Workers only need the public key. The private key is for approval surfaces (inbox, CLI): with
+ * a public key file given in the environment there is none here, and so no signer.
+ */
+async function loadApprovalKeys(
+  env: NodeJS.ProcessEnv,
+  dataDir: string,
+): Promise<{ publicKey: KeyObject; signer?: ApprovalSigner }> {
+  const publicKeyFile = env['TOOLGATE_APPROVAL_PUBLIC_KEY_FILE'];
+  if (publicKeyFile) return { publicKey: await loadPublicKey(publicKeyFile) };
+  const keys = await loadOrCreateApprovalKeys(join(dataDir, 'keys'));
+  return { publicKey: keys.publicKey, signer: createApprovalSigner(keys.privateKey) };
+}
+
+/** Connects a worker for the tools on its own native connection and runs it. */
+async function startToolWorker(
+  options: EmbeddedOptions,
+  where: { cluster: OpenedCluster; taskQueue: string; dataDir: string; publicKey: KeyObject },
+  undo: Array<() => Promise<unknown>>,
+): Promise<{ worker: Worker; nativeConnection: NativeConnection; running: Promise<void> }> {
+  const { cluster, taskQueue, dataDir, publicKey } = where;
+  const nativeConnection = await untilAborted(
+    NativeConnection.connect({ ...cluster.connectionOptions, address: cluster.address } as never),
+    options.signal,
+    (late) => late.close(),
+  );
+  undo.push(() => nativeConnection.close());
+  // Creating a worker bundles the workflow code, which takes seconds, and cannot be interrupted.
+  // A worker that arrives after an interruption already owns its workflow threads, which keep
+  // the process alive, so the undo waits for it and runs it down before its connection closes.
+  const activities = await options.tools.activities({ dataDir, approvalPublicKeys: [publicKey] });
+  const creating = createWorker({
+    connection: nativeConnection,
+    namespace: cluster.namespace,
+    taskQueue,
+    activities,
+    workflowsPath: options.tools.workflowsPath,
+  });
+  undo.push(async () => {
+    const late = await creating.catch(() => undefined);
+    if (late?.getState() === 'INITIALIZED') await late.runUntil(Promise.resolve());
+  });
+  const worker = await untilAborted(creating, options.signal);
+  return { worker, nativeConnection, running: worker.run() };
 }

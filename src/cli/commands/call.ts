@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
 import { ToolgateUsageError } from '../../client/errors.ts';
+import type { CallRequest, StartedCall, ToolgateClient } from '../../client/toolgate-client.ts';
 import type { CallContext, PrincipalKind } from '../../contracts/call-record.ts';
 import {
   callContextOf,
@@ -21,6 +22,44 @@ function parseInput(text: string): unknown {
   }
 }
 
+/** Why a file could not be read, in words, for the errors people meet most. */
+const readFailureReasons = new Map([
+  ['ENOENT', 'it does not exist'],
+  ['EACCES', 'permission denied'],
+  ['EPERM', 'permission denied'],
+  ['EISDIR', 'it is a directory'],
+]);
+
+function readFailureReason(error: unknown): string {
+  const known = readFailureReasons.get((error as NodeJS.ErrnoException).code ?? '');
+  return known ?? (error instanceof Error ? error.message : String(error));
+}
+
+/** The text of `--input-file`, from stdin for `-`; `source` names it in the error. */
+async function readInputText(
+  inputFile: string,
+  source: string,
+  readStdin: () => Promise<string>,
+): Promise<string> {
+  try {
+    return inputFile === '-' ? await readStdin() : await readFile(inputFile, 'utf8');
+  } catch (error) {
+    throw new ToolgateUsageError(`--input-file: cannot read ${source}: ${readFailureReason(error)}.`);
+  }
+}
+
+/** Unlike {@link parseInput}, names the file and passes on the parser's own complaint. */
+function parseInputText(text: string, source: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error);
+    throw new ToolgateUsageError(
+      `--input-file: ${source} is not valid JSON (${detail}). It must hold the arguments as one JSON value, e.g. {"name":"region"}.`,
+    );
+  }
+}
+
 /**
  * The arguments of `call`: `--input` as typed, or `--input-file` (`-` for stdin), never both. The
  * size limits are the client's, which refuses an oversized input PAYLOAD_TOO_LARGE like any other.
@@ -38,34 +77,37 @@ export async function readCallInput(
       `The arguments are required: --input '<json>', or --input-file <path> (- reads stdin).`,
     );
   }
-  const source = flags.inputFile === '-' ? 'stdin' : flags.inputFile;
   if (flags.inputFile === '')
     throw new ToolgateUsageError('--input-file is empty: give a path, or - for stdin.');
-  let text: string;
-  try {
-    text = flags.inputFile === '-' ? await readStdin() : await readFile(flags.inputFile, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const why =
-      code === 'ENOENT'
-        ? 'it does not exist'
-        : code === 'EACCES' || code === 'EPERM'
-          ? 'permission denied'
-          : code === 'EISDIR'
-            ? 'it is a directory'
-            : error instanceof Error
-              ? error.message
-              : String(error);
-    throw new ToolgateUsageError(`--input-file: cannot read ${source}: ${why}.`);
-  }
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    const detail = error instanceof Error ? error.message : String(error);
-    throw new ToolgateUsageError(
-      `--input-file: ${source} is not valid JSON (${detail}). It must hold the arguments as one JSON value, e.g. {"name":"region"}.`,
-    );
-  }
+  const source = flags.inputFile === '-' ? 'stdin' : flags.inputFile;
+  return parseInputText(await readInputText(flags.inputFile, source, readStdin), source);
+}
+
+/** Starts the call and, unless `--no-wait` or its outcome is already known, waits for its record. */
+async function runCall(
+  client: ToolgateClient,
+  request: CallRequest,
+  context: CallContext,
+  flags: { readonly wait: boolean; readonly json?: boolean },
+): Promise<ExitCode> {
+  const started = await client.start(request, context);
+  if (!flags.wait || started.record) return reportStarted(started, flags.json);
+  const record = await client.result(started.callId, started.runId, cliWait);
+  const exitCode = exitCodeForRecord(record);
+  if (flags.json) printJsonOutcome(record, exitCode, () => recordError(record));
+  else printLines(describeRecord(record));
+  return exitCode;
+}
+
+/** What `start` said: the record when the outcome is already known, the call ID otherwise. */
+function reportStarted(started: StartedCall, json: boolean | undefined): ExitCode {
+  // A duplicate of an undone reversible call comes with its undo, as `get` shows it.
+  const record = started.record;
+  const exitCode = record ? exitCodeForRecord(record) : ExitCode.ok;
+  if (json) printJsonOutcome(record ? { ...started, record } : started, exitCode, () => recordError(record!));
+  else if (record) printLines(describeRecord(record));
+  else printLines([`${started.disposition}: ${started.callId}`]);
+  return exitCode;
 }
 
 async function readAllStdin(): Promise<string> {
@@ -143,29 +185,13 @@ export function addCallCommand(program: Command): void {
               input = await readCallInput(flags);
             },
           },
-          async ({ client }) => {
-            const started = await client.start(
+          async ({ client }) =>
+            runCall(
+              client,
               { tool, input, ...(flags.key !== undefined ? { key: flags.key } : {}) },
               context,
-            );
-            if (!flags.wait || started.record) {
-              // A duplicate of an undone reversible call comes with its undo, as `get` shows it.
-              const record = started.record;
-              const exitCode = record ? exitCodeForRecord(record) : ExitCode.ok;
-              if (flags.json)
-                printJsonOutcome(record ? { ...started, record } : started, exitCode, () =>
-                  recordError(record!),
-                );
-              else if (record) printLines(describeRecord(record));
-              else printLines([`${started.disposition}: ${started.callId}`]);
-              return exitCode;
-            }
-            const record = await client.result(started.callId, started.runId, cliWait);
-            const exitCode = exitCodeForRecord(record);
-            if (flags.json) printJsonOutcome(record, exitCode, () => recordError(record));
-            else printLines(describeRecord(record));
-            return exitCode;
-          },
+              flags,
+            ),
         );
       },
     );

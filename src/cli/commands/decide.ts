@@ -1,7 +1,10 @@
 import type { Command } from 'commander';
 import { ToolgateUsageError } from '../../client/errors.ts';
+import type { DecisionOutcome, ToolgateClient } from '../../client/toolgate-client.ts';
 import type { LoadedConfig } from '../../config/load-config.ts';
+import type { CallRecord } from '../../contracts/call-record.ts';
 import { normalizeName } from '../../policy/approver-names.ts';
+import type { CliSession } from '../endpoint.ts';
 import { helpExamples, withConnectionOptions } from '../options.ts';
 import { describeRecord, ExitCode, exitCodeForRecord, printJson, printLines, safeText } from '../output.ts';
 import { type CommonFlags, cliWait, printJsonOutcome, recordError, runWithSession } from '../run-command.ts';
@@ -71,6 +74,115 @@ export async function checkDecisionFlags(
   }
 }
 
+type DecisionFlags = CommonFlags & {
+  as: string;
+  role?: string[];
+  run?: string;
+  comment?: string;
+  reason?: string;
+  wait?: boolean;
+};
+
+/** Signs and sends the decision, then, with `--wait`, waits for the call to finish. */
+async function decide(
+  decision: 'approve' | 'reject',
+  id: string,
+  flags: DecisionFlags,
+  { client, config }: CliSession,
+): Promise<ExitCode> {
+  const comment = decision === 'approve' ? flags.comment : flags.reason?.trim();
+  const identity = approverIdentity(flags, config);
+  if (typeof identity === 'string') return reportRefusal(flags.json, ExitCode.refused, identity);
+  const runRefusal = await checkRunFlag(client, id, flags.run, flags.json);
+  if (runRefusal !== undefined) return runRefusal;
+  const options = {
+    approver: identity.name,
+    ...(identity.roles ? { roles: identity.roles } : {}),
+    ...(comment !== undefined ? { comment } : {}),
+    ...(flags.run !== undefined ? { runId: flags.run } : {}),
+  };
+  const outcome =
+    decision === 'approve' ? await client.approve(id, options) : await client.reject(id, options);
+  if (!(outcome.accepted && flags.wait)) {
+    return reportDecision(decision, id, flags, outcome, outcome.record, decisionExitCode(outcome));
+  }
+  const record = await client.result(id, undefined, cliWait);
+  return reportDecision(decision, id, flags, outcome, record, exitCodeForRecord(record));
+}
+
+/** A refusal before anything is signed or sent: JSON on stdout with `--json`, a line on stderr otherwise. */
+function reportRefusal(json: boolean | undefined, exitCode: ExitCode, message: string): ExitCode {
+  if (json) printJson({ ok: false, exitCode, error: message });
+  else process.stderr.write(`toolgate: ${message}\n`);
+  return exitCode;
+}
+
+/**
+ * Refuses a `--run` that names no run of the call, before anything is signed; undefined when it
+ * names one, or is not given. A run ID of no run of this call is a mistake in what was typed or
+ * pasted, not a restart: say so. (A call that does not exist at all is "no such call": describing
+ * it throws.)
+ */
+async function checkRunFlag(
+  client: ToolgateClient,
+  id: string,
+  runId: string | undefined,
+  json: boolean | undefined,
+): Promise<ExitCode | undefined> {
+  if (runId === undefined || (await isRunOf(client, id, runId))) return undefined;
+  await client.temporal.workflow.getHandle(id).describe();
+  return reportRefusal(
+    json,
+    ExitCode.notFound,
+    `The call ${id} has no run ${runId}: check the run ID (\`toolgate get <id>\` prints the current one on its "run" line). Nothing was signed or sent.`,
+  );
+}
+
+async function isRunOf(client: ToolgateClient, id: string, runId: string): Promise<boolean> {
+  const { WorkflowNotFoundError } = await import('@temporalio/client');
+  return client.temporal.workflow
+    .getHandle(id, runId)
+    .describe()
+    .then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof WorkflowNotFoundError) return false;
+        throw error;
+      },
+    );
+}
+
+/** A decision that was delivered but not yet processed means no worker answered in time. */
+function decisionExitCode(outcome: DecisionOutcome): ExitCode {
+  if (outcome.accepted) return ExitCode.ok;
+  return outcome.state === 'delivered' ? ExitCode.unavailable : ExitCode.refused;
+}
+
+function reportDecision(
+  decision: 'approve' | 'reject',
+  id: string,
+  flags: Pick<DecisionFlags, 'as' | 'json'>,
+  outcome: DecisionOutcome,
+  record: CallRecord | undefined,
+  exitCode: ExitCode,
+): ExitCode {
+  if (flags.json) {
+    printJsonOutcome({ ...outcome, ...(record ? { record } : {}) }, exitCode, () =>
+      outcome.accepted && record
+        ? recordError(record)
+        : `The decision did not count: ${outcome.reason ?? outcome.state}.`,
+    );
+    return exitCode;
+  }
+  printLines([
+    outcome.accepted
+      ? `${decision === 'approve' ? 'Approved' : 'Rejected'} ${safeText(id, 400)} as ${safeText(flags.as, 130)}.`
+      : `The decision did not count: ${safeText(outcome.reason ?? outcome.state, 400)}.`,
+    ...(record ? ['', ...describeRecord(record)] : []),
+  ]);
+  return exitCode;
+}
+
 export function addDecisionCommands(program: Command): void {
   for (const decision of ['approve', 'reject'] as const) {
     const command = withConnectionOptions(
@@ -110,86 +222,10 @@ export function addDecisionCommands(program: Command): void {
             : '\n--reason is required and may not be blank; it is checked before anything is signed: at most 2000 characters, and --as a name of 1-128 characters.') +
           '\nExit codes: 0 the decision counted, 1 usage (a flag over its limit, an empty --as or --reason, a --run that is not a run ID), 4 refused (not an approver, requester, already decided, closed, or --run is not the current run), 5 no such call, or --run names no run of it, 6 no worker answered.\n',
       )
-      .action(
-        async (
-          id: string,
-          flags: CommonFlags & {
-            as: string;
-            role?: string[];
-            run?: string;
-            comment?: string;
-            reason?: string;
-            wait?: boolean;
-          },
-        ) =>
-          runWithSession(
-            flags,
-            { signer: true, check: () => checkDecisionFlags(decision, flags) },
-            async ({ client, config }) => {
-              const { WorkflowNotFoundError } = await import('@temporalio/client');
-              const comment = decision === 'approve' ? flags.comment : flags.reason?.trim();
-              const identity = approverIdentity(flags, config);
-              if (typeof identity === 'string') {
-                if (flags.json) printJson({ ok: false, exitCode: ExitCode.refused, error: identity });
-                else process.stderr.write(`toolgate: ${identity}\n`);
-                return ExitCode.refused;
-              }
-              if (flags.run !== undefined) {
-                // A run ID of no run of this call is a mistake in what was typed or pasted, not a
-                // restart: say so. (A call that does not exist at all is "no such call" below.)
-                const ofRun = await client.temporal.workflow
-                  .getHandle(id, flags.run)
-                  .describe()
-                  .then(
-                    () => true,
-                    (error: unknown) => {
-                      if (error instanceof WorkflowNotFoundError) return false;
-                      throw error;
-                    },
-                  );
-                if (!ofRun) {
-                  await client.temporal.workflow.getHandle(id).describe();
-                  const message = `The call ${id} has no run ${flags.run}: check the run ID (\`toolgate get <id>\` prints the current one on its "run" line). Nothing was signed or sent.`;
-                  if (flags.json) printJson({ ok: false, exitCode: ExitCode.notFound, error: message });
-                  else process.stderr.write(`toolgate: ${message}\n`);
-                  return ExitCode.notFound;
-                }
-              }
-              const options = {
-                approver: identity.name,
-                ...(identity.roles ? { roles: identity.roles } : {}),
-                ...(comment !== undefined ? { comment } : {}),
-                ...(flags.run !== undefined ? { runId: flags.run } : {}),
-              };
-              const outcome =
-                decision === 'approve' ? await client.approve(id, options) : await client.reject(id, options);
-              let exitCode: ExitCode = outcome.accepted
-                ? ExitCode.ok
-                : outcome.state === 'delivered'
-                  ? ExitCode.unavailable
-                  : ExitCode.refused;
-              let record = outcome.record;
-              if (outcome.accepted && flags.wait) {
-                record = await client.result(id, undefined, cliWait);
-                exitCode = exitCodeForRecord(record);
-              }
-              if (flags.json)
-                printJsonOutcome({ ...outcome, ...(record ? { record } : {}) }, exitCode, () =>
-                  outcome.accepted && record
-                    ? recordError(record)
-                    : `The decision did not count: ${outcome.reason ?? outcome.state}.`,
-                );
-              else {
-                printLines([
-                  outcome.accepted
-                    ? `${decision === 'approve' ? 'Approved' : 'Rejected'} ${safeText(id, 400)} as ${safeText(flags.as, 130)}.`
-                    : `The decision did not count: ${safeText(outcome.reason ?? outcome.state, 400)}.`,
-                  ...(record ? ['', ...describeRecord(record)] : []),
-                ]);
-              }
-              return exitCode;
-            },
-          ),
+      .action(async (id: string, flags: DecisionFlags) =>
+        runWithSession(flags, { signer: true, check: () => checkDecisionFlags(decision, flags) }, (session) =>
+          decide(decision, id, flags, session),
+        ),
       );
   }
 }
