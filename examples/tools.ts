@@ -75,10 +75,57 @@ export interface ExampleToolOptions {
   readonly httpBreaker?: CircuitBreaker;
 }
 
-/** Builds the example tools over a data directory (created on first use). */
 /** The tail of each label file's queue of updates (see updateLabels). */
 const labelQueues = new Map<string, Promise<void>>();
 
+// A Map, not a plain object: an item may be named `__proto__` or `constructor`, which an object
+// would answer from its prototype (and an assignment to `__proto__` would silently drop).
+async function readLabels(paths: ExampleToolPaths): Promise<Map<string, string[]>> {
+  let stored: unknown;
+  try {
+    stored = JSON.parse(await readFile(paths.labelsFile, 'utf8'));
+  } catch {
+    return new Map();
+  }
+  return new Map(
+    Object.entries(stored ?? {}).filter((entry): entry is [string, string[]] => Array.isArray(entry[1])),
+  );
+}
+
+async function writeLabels(paths: ExampleToolPaths, labels: Map<string, string[]>): Promise<void> {
+  await mkdir(paths.dataDir, { recursive: true });
+  // A fresh name per write: two writes in the same millisecond once shared one temporary file.
+  const temporary = `${paths.labelsFile}.${process.pid}.${randomUUID()}.tmp`;
+  // Object.fromEntries defines own properties, so even `__proto__` is written as a plain key.
+  await writeFile(temporary, JSON.stringify(Object.fromEntries(labels), null, 2));
+  await rename(temporary, paths.labelsFile);
+}
+
+/**
+ * Runs one read-modify-write of the label store at a time in this process, so concurrent
+ * add_label calls (and their undos) never lose each other's labels. The queue is per file, shared
+ * by every worker of the process. Workers in other processes sharing a data directory are not
+ * serialised: the example store is for one worker process, as `toolgate dev` runs it.
+ */
+function updateLabels<Result>(
+  paths: ExampleToolPaths,
+  update: (labels: Map<string, string[]>) => Promise<Result>,
+): Promise<Result> {
+  const previous = labelQueues.get(paths.labelsFile) ?? Promise.resolve();
+  const turn = previous.then(async () => update(await readLabels(paths)));
+  const settled = turn.then(
+    () => undefined,
+    () => undefined,
+  );
+  labelQueues.set(paths.labelsFile, settled);
+  // The last in the queue removes it, so the map does not keep every data directory ever used.
+  void settled.then(() => {
+    if (labelQueues.get(paths.labelsFile) === settled) labelQueues.delete(paths.labelsFile);
+  });
+  return turn;
+}
+
+/** Builds the example tools over a data directory (created on first use). */
 export function createExampleTools(dataDir: string, options: ExampleToolOptions = {}): ExampleTools {
   const paths = exampleToolPaths(dataDir);
   const web = safeUrl({ ports: [80, 443, 8080, 8443], ...options.http });
@@ -86,51 +133,6 @@ export function createExampleTools(dataDir: string, options: ExampleToolOptions 
   const reports = sandboxedPath(paths.reportsDir);
   const logExecution = (tool: string, callId: string, event: string, extra: Record<string, unknown> = {}) =>
     appendJsonLine(paths.executionsFile, { tool, callId, event, ...extra });
-
-  // A Map, not a plain object: an item may be named `__proto__` or `constructor`, which an object
-  // would answer from its prototype (and an assignment to `__proto__` would silently drop).
-  const readLabels = async (): Promise<Map<string, string[]>> => {
-    let stored: unknown;
-    try {
-      stored = JSON.parse(await readFile(paths.labelsFile, 'utf8'));
-    } catch {
-      return new Map();
-    }
-    return new Map(
-      Object.entries(stored ?? {}).filter((entry): entry is [string, string[]] => Array.isArray(entry[1])),
-    );
-  };
-  const writeLabels = async (labels: Map<string, string[]>) => {
-    await mkdir(paths.dataDir, { recursive: true });
-    // A fresh name per write: two writes in the same millisecond once shared one temporary file.
-    const temporary = `${paths.labelsFile}.${process.pid}.${randomUUID()}.tmp`;
-    // Object.fromEntries defines own properties, so even `__proto__` is written as a plain key.
-    await writeFile(temporary, JSON.stringify(Object.fromEntries(labels), null, 2));
-    await rename(temporary, paths.labelsFile);
-  };
-
-  /**
-   * Runs one read-modify-write of the label store at a time in this process, so concurrent
-   * add_label calls (and their undos) never lose each other's labels. The queue is per file, shared
-   * by every worker of the process. Workers in other processes sharing a data directory are not
-   * serialised: the example store is for one worker process, as `toolgate dev` runs it.
-   */
-  const updateLabels = <Result>(
-    update: (labels: Map<string, string[]>) => Promise<Result>,
-  ): Promise<Result> => {
-    const previous = labelQueues.get(paths.labelsFile) ?? Promise.resolve();
-    const turn = previous.then(async () => update(await readLabels()));
-    const settled = turn.then(
-      () => undefined,
-      () => undefined,
-    );
-    labelQueues.set(paths.labelsFile, settled);
-    // The last in the queue removes it, so the map does not keep every data directory ever used.
-    void settled.then(() => {
-      if (labelQueues.get(paths.labelsFile) === settled) labelQueues.delete(paths.labelsFile);
-    });
-    return turn;
-  };
 
   const tools: ToolImplementation[] = [
     implementTool(readConfig, async ({ input, callId }) => {
@@ -198,12 +200,12 @@ export function createExampleTools(dataDir: string, options: ExampleToolOptions 
     }),
 
     implementTool(addLabel, async ({ input, callId }) => {
-      const added = await updateLabels(async (labels) => {
+      const added = await updateLabels(paths, async (labels) => {
         const current = new Set(labels.get(input.item) ?? []);
         if (current.has(input.label)) return false;
         current.add(input.label);
         labels.set(input.item, [...current].sort());
-        await writeLabels(labels);
+        await writeLabels(paths, labels);
         return true;
       });
       await logExecution('add_label', callId, 'added', { item: input.item, label: input.label });
@@ -249,12 +251,12 @@ export function createExampleTools(dataDir: string, options: ExampleToolOptions 
     implementCompensation(addLabel, async ({ input, output, callId }) => {
       // Only undo what this call did: a label that was already there before stays.
       if ((output as { added?: boolean } | null)?.added) {
-        await updateLabels(async (labels) => {
+        await updateLabels(paths, async (labels) => {
           labels.set(
             input.item,
             (labels.get(input.item) ?? []).filter((label) => label !== input.label),
           );
-          await writeLabels(labels);
+          await writeLabels(paths, labels);
         });
       }
       await logExecution('remove_label', callId, 'removed', { item: input.item, label: input.label });

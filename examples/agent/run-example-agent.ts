@@ -15,7 +15,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { MessageParam } from '@anthropic-ai/sdk/resources/messages';
+import type { ContentBlockParam, MessageParam } from '@anthropic-ai/sdk/resources/messages';
 import { Client, Connection } from '@temporalio/client';
 import { createApprovalSigner, loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
 import { ToolgateClient } from '../../src/client/toolgate-client.ts';
@@ -176,16 +176,27 @@ export function describeConversation(conversation: readonly MessageParam[]): str
       continue;
     }
     for (const block of message.content) {
-      if (block.type === 'text') lines.push(`${message.role}: ${block.text}`);
-      else if (block.type === 'tool_use')
-        lines.push(`${message.role}: [tool_use ${block.name} ${JSON.stringify(block.input)}]`);
-      else if (block.type === 'tool_result') {
-        const text = typeof block.content === 'string' ? block.content : JSON.stringify(block.content);
-        lines.push(`${message.role}: [tool_result${block.is_error ? ' error' : ''}] ${text}`);
-      }
+      const line = describeBlock(message.role, block);
+      if (line !== undefined) lines.push(line);
     }
   }
   return lines;
+}
+
+/** The line for one block of a message; undefined for the kinds of block the summary leaves out. */
+function describeBlock(role: MessageParam['role'], block: ContentBlockParam): string | undefined {
+  switch (block.type) {
+    case 'text':
+      return `${role}: ${block.text}`;
+    case 'tool_use':
+      return `${role}: [tool_use ${block.name} ${JSON.stringify(block.input)}]`;
+    case 'tool_result': {
+      const text = typeof block.content === 'string' ? block.content : JSON.stringify(block.content);
+      return `${role}: [tool_result${block.is_error ? ' error' : ''}] ${text}`;
+    }
+    default:
+      return undefined;
+  }
 }
 
 async function startWorkerProcess(

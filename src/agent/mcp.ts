@@ -110,6 +110,19 @@ export interface McpToolResult {
   };
 }
 
+/** One entry of the `tools/list` answer. */
+interface McpToolEntry {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: JsonSchema;
+  readonly annotations: { readonly readOnlyHint: boolean; readonly destructiveHint: boolean };
+}
+
+type Limiter = <Result>(
+  signal: AbortSignal,
+  work: () => Promise<Result | undefined>,
+) => Promise<Result | undefined>;
+
 interface OpenRequest {
   readonly controller: AbortController;
   /** Set by `notifications/cancelled`: the client no longer wants this request, so stop its call too. */
@@ -130,6 +143,33 @@ const defaultInstructions =
   'for a human, so do not call the tool again for the same action.';
 
 /**
+ * What the handlers of one server share: its settings, the served tools, the open `tools/call`
+ * requests and the state of its streams.
+ */
+interface McpSession {
+  readonly input: NodeJS.ReadableStream;
+  readonly output: NodeJS.WritableStream;
+  readonly log: (event: McpLogEvent) => void;
+  readonly maximumBytes: number;
+  readonly options: McpServerOptions;
+  readonly tools: readonly McpToolEntry[];
+  /** The tools this server offers. */
+  readonly catalog: ToolCatalog;
+  /** Every tool of the configured catalog, offered or not. */
+  readonly allContracts: ToolCatalog;
+  readonly limiter: Limiter;
+  readonly runOptions: RunToolCallsOptions;
+  readonly open: Map<string, OpenRequest>;
+  closed: boolean;
+  ended: boolean;
+  /** Messages read whose answer (or decision not to answer) is still to come. */
+  unanswered: number;
+  pausedForBacklog: boolean;
+  readonly done: Promise<void>;
+  readonly resolveDone: () => void;
+}
+
+/**
  * Serves a toolgate catalog as an MCP server: JSON-RPC 2.0, one message per line, over a pair of
  * streams (stdin and stdout by default).
  *
@@ -141,353 +181,31 @@ const defaultInstructions =
  * answered as each finishes, so answers may come out of order: JSON-RPC matches them by id.
  */
 export function serveMcp(options: McpServerOptions): McpServer {
-  const input = options.input ?? process.stdin;
-  const output = options.output ?? process.stdout;
-  const log = options.log ?? (() => undefined);
-  const maximumBytes = Math.max(1, Math.floor(options.maximumMessageBytes ?? defaultMaximumMessageBytes));
-  const contracts = selectContracts(options.catalog, options.include ? { include: options.include } : {});
-  // Built once: a contract that cannot be expressed in strict form fails here, at start-up.
-  const tools = contracts.map((contract) => describeTool(contract));
-  const catalog = createCatalog(contracts);
-  const allContracts = createCatalog(selectContracts(options.catalog));
-  const limiter = createLimiter(concurrencyLimit(options.maxConcurrency, defaultConcurrency));
-  // The client is replaced per request (see cancellableCaller); the other options reach
-  // runOneToolCall as they are, so keys, approval mode and onError work as in the other adapters.
-  const runOptions: RunToolCallsOptions = {
-    ...options,
-    catalog,
-    noWorkerAfterMs: options.noWorkerAfterMs ?? defaultMcpNoWorkerAfterMs,
-  };
-  const open = new Map<string, OpenRequest>();
+  const session = createSession(options);
+  const { input, output, log } = session;
+  const reader = createLineReader(
+    session.maximumBytes,
+    (line) => handleLine(session, line),
+    () => refuseLongMessage(session),
+  );
 
-  let closed = false;
-  let ended = false;
-  /** Messages read whose answer (or decision not to answer) is still to come. */
-  let unanswered = 0;
-  let pausedForBacklog = false;
-  let resolveDone: () => void = () => undefined;
-  const done = new Promise<void>((resolve) => {
-    resolveDone = resolve;
-  });
-
-  const send = (message: JsonRpcResponse | JsonRpcResponse[]): void => {
-    if (closed) return;
-    output.write(`${JSON.stringify(message)}\n`);
-  };
-  const errorResponse = (id: RequestId | null, code: McpErrorCode, message: string, data?: unknown) => ({
-    jsonrpc: '2.0' as const,
-    id,
-    error: { code, message, ...(data === undefined ? {} : { data }) },
-  });
-
-  const finishIfIdle = (): void => {
-    if (pausedForBacklog && open.size < maximumOpenCalls && !closed) {
-      pausedForBacklog = false;
-      input.resume();
-    }
-    if ((ended && unanswered === 0) || closed) resolveDone();
+  const onData = (chunk: Buffer | string): void => reader.push(chunk);
+  const onEnd = (): void => {
+    reader.end();
+    session.ended = true;
+    finishIfIdle(session);
   };
 
   const close = async (): Promise<void> => {
-    if (closed) return done;
-    closed = true;
+    if (session.closed) return session.done;
+    session.closed = true;
     input.removeListener('data', onData);
     input.removeListener('end', onEnd);
     input.pause();
-    for (const request of open.values()) request.controller.abort();
-    open.clear();
-    resolveDone();
-    return done;
-  };
-
-  // --- Requests ----------------------------------------------------------------------------------
-
-  const callTool = async (
-    id: RequestId,
-    params: Record<string, unknown>,
-    signal: AbortSignal,
-    request: OpenRequest,
-  ): Promise<McpToolResult | JsonRpcError | undefined> => {
-    const name = params['name'];
-    if (typeof name !== 'string') {
-      return {
-        code: McpErrorCode.invalidParams,
-        message: 'tools/call needs params.name, a tool name string.',
-      };
-    }
-    // Left out means no arguments; null is not an object, so it is refused like any other non-object.
-    const argumentsValue = params['arguments'] === undefined ? {} : params['arguments'];
-    if (!isPlainObject(argumentsValue)) {
-      return {
-        code: McpErrorCode.invalidParams,
-        message: 'tools/call params.arguments must be a JSON object (or be left out).',
-      };
-    }
-    // A catalog tool this server does not offer is refused here: the worker's allowlist may well
-    // allow it for other callers. Names the catalog does not know go to toolgate like the other
-    // adapters send them, so the denial is recorded where operators look for it.
-    if (lookupTool(allContracts, name) && !lookupTool(catalog, name)) {
-      return toolResult({
-        isError: true,
-        text: modelErrorText(
-          'NOT_ALLOWED',
-          `This server does not offer a tool named ${JSON.stringify(name.slice(0, 64))}.`,
-        ),
-      });
-    }
-    const outcome = await limiter(signal, () =>
-      // Once the client cancels, the answer is dropped (the call goes on, cancelled or not).
-      untilAborted(
-        runOneToolCall(
-          { id: String(id), name, input: argumentsValue },
-          { ...runOptions, client: cancellableCaller(options.client, signal, request, log) },
-        ),
-        signal,
-      ).catch((error: unknown) => {
-        if (signal.aborted) return undefined;
-        throw error;
-      }),
-    );
-    if (outcome?.state === 'pending' && outcome.record === undefined && outcome.callId) {
-      log({
-        level: 'warn',
-        message:
-          `No worker picked up ${outcome.callId} within ${Math.round((runOptions.noWorkerAfterMs ?? 0) / 1000)} s; ` +
-          'answered it as pending. The call stays open and runs when a worker starts on its task queue.',
-      });
-    }
-    return outcome === undefined ? undefined : toolResult(outcome);
-  };
-
-  /** Answers one request object; undefined means no answer (a notification, a cancelled request). */
-  const handleMessage = async (message: unknown): Promise<JsonRpcResponse | undefined> => {
-    if (!isPlainObject(message)) {
-      return errorResponse(null, McpErrorCode.invalidRequest, 'A message must be a JSON-RPC 2.0 object.');
-    }
-    const hasId = Object.hasOwn(message, 'id');
-    const id = message['id'];
-    const validId = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
-    const answerId = validId ? (id as RequestId) : null;
-    const method = message['method'];
-    if (!hasId) {
-      // A notification is never answered; nor is a malformed message without an id, which no
-      // client could match an answer to anyway.
-      if (message['jsonrpc'] === '2.0' && typeof method === 'string') {
-        handleNotification(method, message['params']);
-      } else {
-        log({ level: 'warn', message: 'Ignored a malformed message without an id.' });
-      }
-      return undefined;
-    }
-    if (message['jsonrpc'] !== '2.0') {
-      return errorResponse(answerId, McpErrorCode.invalidRequest, 'The message must have "jsonrpc": "2.0".');
-    }
-    if (method === undefined && (Object.hasOwn(message, 'result') || Object.hasOwn(message, 'error'))) {
-      // A response: this server never sends requests, so nothing waits for one.
-      log({
-        level: 'warn',
-        message: `Ignored a response to a request this server never sent (id ${String(id)}).`,
-      });
-      return undefined;
-    }
-    if (typeof method !== 'string') {
-      return errorResponse(answerId, McpErrorCode.invalidRequest, 'The message needs a "method" string.');
-    }
-    const params = message['params'];
-    if (!validId) {
-      return errorResponse(null, McpErrorCode.invalidRequest, 'A request id must be a string or a number.');
-    }
-    const requestId = id as RequestId;
-    if (params !== undefined && (params === null || typeof params !== 'object')) {
-      return errorResponse(requestId, McpErrorCode.invalidRequest, '"params" must be an object when given.');
-    }
-    if (params !== undefined && !isPlainObject(params)) {
-      return errorResponse(
-        requestId,
-        McpErrorCode.invalidParams,
-        '"params" must be an object, not an array.',
-      );
-    }
-    const paramObject: Record<string, unknown> = params ?? {};
-    switch (method) {
-      case 'initialize': {
-        const requested = paramObject['protocolVersion'];
-        if (typeof requested !== 'string') {
-          return errorResponse(
-            requestId,
-            McpErrorCode.invalidParams,
-            'initialize needs params.protocolVersion, a string.',
-            { supported: mcpProtocolVersions },
-          );
-        }
-        const protocolVersion = (mcpProtocolVersions as readonly string[]).includes(requested)
-          ? requested
-          : mcpProtocolVersions[0];
-        return {
-          jsonrpc: '2.0',
-          id: requestId,
-          result: {
-            protocolVersion,
-            capabilities: { tools: { listChanged: false } },
-            serverInfo: { name: 'toolgate', version: toolgateVersion },
-            instructions: options.instructions ?? defaultInstructions,
-          },
-        };
-      }
-      case 'ping':
-        return { jsonrpc: '2.0', id: requestId, result: {} };
-      case 'tools/list':
-        // One page: a catalog is small, so there is never a nextCursor.
-        return { jsonrpc: '2.0', id: requestId, result: { tools } };
-      case 'tools/call': {
-        const key = requestKey(requestId);
-        if (open.has(key)) {
-          return errorResponse(
-            requestId,
-            McpErrorCode.invalidRequest,
-            'A request with this id is still open; use a new id for each request.',
-          );
-        }
-        const request: OpenRequest = { controller: new AbortController(), cancelledByClient: false };
-        open.set(key, request);
-        if (open.size >= maximumOpenCalls && !pausedForBacklog) {
-          pausedForBacklog = true;
-          input.pause();
-        }
-        try {
-          const answer = await callTool(requestId, paramObject, request.controller.signal, request);
-          if (answer === undefined || request.controller.signal.aborted) return undefined;
-          if ('code' in answer) return errorResponse(requestId, answer.code, answer.message);
-          return { jsonrpc: '2.0', id: requestId, result: answer };
-        } finally {
-          if (open.get(key) === request) open.delete(key);
-          finishIfIdle();
-        }
-      }
-      default:
-        return errorResponse(
-          requestId,
-          McpErrorCode.methodNotFound,
-          `There is no method ${JSON.stringify(method.slice(0, 64))}.`,
-        );
-    }
-  };
-
-  const handleNotification = (method: string, params: unknown): void => {
-    if (method !== 'notifications/cancelled') return;
-    const requestId = isPlainObject(params) ? params['requestId'] : undefined;
-    if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
-    const request = open.get(requestKey(requestId));
-    // An unknown or finished request: the answer crossed the cancel, which the protocol allows.
-    if (!request) return;
-    request.cancelledByClient = true;
-    request.controller.abort();
-    log({ level: 'info', message: `Request ${JSON.stringify(requestId)} cancelled by the client.` });
-  };
-
-  const handleLine = (line: string): void => {
-    const text = line.endsWith('\r') ? line.slice(0, -1) : line;
-    if (text.trim() === '') return;
-    let message: unknown;
-    try {
-      message = JSON.parse(text);
-    } catch {
-      send(errorResponse(null, McpErrorCode.parseError, 'The line is not valid JSON.'));
-      return;
-    }
-    if (Array.isArray(message)) {
-      // A JSON-RPC batch (MCP 2025-03-26): one array of answers, once every request in it is done.
-      if (message.length === 0) {
-        send(errorResponse(null, McpErrorCode.invalidRequest, 'An empty batch is not a request.'));
-        return;
-      }
-      answerLater(
-        Promise.all(message.map((item) => settle(item))).then((answers) => {
-          const present = answers.filter((answer): answer is JsonRpcResponse => answer !== undefined);
-          return present.length > 0 ? present : undefined;
-        }),
-      );
-      return;
-    }
-    answerLater(settle(message));
-  };
-
-  /** Sends an answer when it is ready; the server is done only once every answer is out. */
-  const answerLater = (answer: Promise<JsonRpcResponse | JsonRpcResponse[] | undefined>): void => {
-    unanswered++;
-    void answer
-      .then((ready) => {
-        if (ready) send(ready);
-      })
-      .catch((error: unknown) => log({ level: 'error', message: 'Could not write an answer.', error }))
-      .finally(() => {
-        unanswered--;
-        finishIfIdle();
-      });
-  };
-
-  /** handleMessage, with any bug turned into an internal error answer instead of a crash. */
-  const settle = async (message: unknown): Promise<JsonRpcResponse | undefined> => {
-    try {
-      return await handleMessage(message);
-    } catch (error) {
-      log({ level: 'error', message: 'A request failed inside the MCP server.', error });
-      const id = isPlainObject(message) ? message['id'] : undefined;
-      const answerId = typeof id === 'string' || typeof id === 'number' ? id : null;
-      return errorResponse(answerId, McpErrorCode.internalError, 'The server could not handle this request.');
-    }
-  };
-
-  // --- Framing: newline-delimited JSON, with a byte limit per line ------------------------------
-
-  let pieces: Buffer[] = [];
-  let pieceBytes = 0;
-  let skipping = false;
-
-  const onData = (chunk: Buffer | string): void => {
-    const buffer = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
-    let start = 0;
-    while (start <= buffer.length) {
-      const newline = buffer.indexOf(0x0a, start);
-      const end = newline === -1 ? buffer.length : newline;
-      if (!skipping && end > start) {
-        if (pieceBytes + (end - start) > maximumBytes) {
-          // Refused as soon as it is too long, not when it ends: it may never end. The rest of the
-          // line is dropped unread, so memory stays bounded by the limit.
-          skipping = true;
-          pieces = [];
-          pieceBytes = 0;
-          log({ level: 'warn', message: `Refused a message longer than ${maximumBytes} bytes.` });
-          send(
-            errorResponse(
-              null,
-              McpErrorCode.invalidRequest,
-              `The message is longer than ${maximumBytes} bytes and was not read. Send smaller messages.`,
-              { maximumMessageBytes: maximumBytes },
-            ),
-          );
-        } else {
-          // Copied: a stream may reuse its chunk's memory once this handler returns.
-          pieces.push(Buffer.from(buffer.subarray(start, end)));
-          pieceBytes += end - start;
-        }
-      }
-      if (newline === -1) break;
-      if (!skipping) handleLine(Buffer.concat(pieces, pieceBytes).toString('utf8'));
-      pieces = [];
-      pieceBytes = 0;
-      skipping = false;
-      start = newline + 1;
-    }
-  };
-
-  const onEnd = (): void => {
-    // A last message without its newline is still read.
-    if (!skipping && pieceBytes > 0) handleLine(Buffer.concat(pieces, pieceBytes).toString('utf8'));
-    pieces = [];
-    pieceBytes = 0;
-    ended = true;
-    finishIfIdle();
+    for (const request of session.open.values()) request.controller.abort();
+    session.open.clear();
+    session.resolveDone();
+    return session.done;
   };
 
   input.on('data', onData);
@@ -503,16 +221,414 @@ export function serveMcp(options: McpServerOptions): McpServer {
   });
   input.resume();
 
-  return { done, close };
+  return { done: session.done, close };
+}
+
+function createSession(options: McpServerOptions): McpSession {
+  const contracts = selectContracts(options.catalog, options.include ? { include: options.include } : {});
+  // Built once: a contract that cannot be expressed in strict form fails here, at start-up.
+  const tools = contracts.map((contract) => describeTool(contract));
+  const catalog = createCatalog(contracts);
+  let resolveDone: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => {
+    resolveDone = resolve;
+  });
+  return {
+    input: options.input ?? process.stdin,
+    output: options.output ?? process.stdout,
+    log: options.log ?? (() => undefined),
+    maximumBytes: Math.max(1, Math.floor(options.maximumMessageBytes ?? defaultMaximumMessageBytes)),
+    options,
+    tools,
+    catalog,
+    allContracts: createCatalog(selectContracts(options.catalog)),
+    limiter: createLimiter(concurrencyLimit(options.maxConcurrency, defaultConcurrency)),
+    // The client is replaced per request (see cancellableCaller); the other options reach
+    // runOneToolCall as they are, so keys, approval mode and onError work as in the other adapters.
+    runOptions: {
+      ...options,
+      catalog,
+      noWorkerAfterMs: options.noWorkerAfterMs ?? defaultMcpNoWorkerAfterMs,
+    },
+    open: new Map(),
+    closed: false,
+    ended: false,
+    unanswered: 0,
+    pausedForBacklog: false,
+    done,
+    resolveDone,
+  };
+}
+
+// --- Answers and the server's lifecycle ----------------------------------------------------------
+
+function send(session: McpSession, message: JsonRpcResponse | JsonRpcResponse[]): void {
+  if (session.closed) return;
+  session.output.write(`${JSON.stringify(message)}\n`);
+}
+
+function resultResponse(id: RequestId, result: unknown): JsonRpcResponse {
+  return { jsonrpc: '2.0', id, result };
+}
+
+function errorResponse(
+  id: RequestId | null,
+  code: McpErrorCode,
+  message: string,
+  data?: unknown,
+): JsonRpcResponse {
+  return { jsonrpc: '2.0', id, error: { code, message, ...(data === undefined ? {} : { data }) } };
+}
+
+/** Resumes reading once the backlog has drained, and settles `done` once nothing is left to answer. */
+function finishIfIdle(session: McpSession): void {
+  if (session.pausedForBacklog && session.open.size < maximumOpenCalls && !session.closed) {
+    session.pausedForBacklog = false;
+    session.input.resume();
+  }
+  if ((session.ended && session.unanswered === 0) || session.closed) session.resolveDone();
+}
+
+/** Sends an answer when it is ready; the server is done only once every answer is out. */
+function answerLater(
+  session: McpSession,
+  answer: Promise<JsonRpcResponse | JsonRpcResponse[] | undefined>,
+): void {
+  session.unanswered++;
+  void answer
+    .then((ready) => {
+      if (ready) send(session, ready);
+    })
+    .catch((error: unknown) => session.log({ level: 'error', message: 'Could not write an answer.', error }))
+    .finally(() => {
+      session.unanswered--;
+      finishIfIdle(session);
+    });
+}
+
+// --- Messages ------------------------------------------------------------------------------------
+
+function handleLine(session: McpSession, line: string): void {
+  const text = line.endsWith('\r') ? line.slice(0, -1) : line;
+  if (text.trim() === '') return;
+  let message: unknown;
+  try {
+    message = JSON.parse(text);
+  } catch {
+    send(session, errorResponse(null, McpErrorCode.parseError, 'The line is not valid JSON.'));
+    return;
+  }
+  if (!Array.isArray(message)) {
+    answerLater(session, settle(session, message));
+    return;
+  }
+  // A JSON-RPC batch (MCP 2025-03-26): one array of answers, once every request in it is done.
+  if (message.length === 0) {
+    send(session, errorResponse(null, McpErrorCode.invalidRequest, 'An empty batch is not a request.'));
+    return;
+  }
+  answerLater(
+    session,
+    Promise.all(message.map((item) => settle(session, item))).then((answers) => {
+      const present = answers.filter((answer): answer is JsonRpcResponse => answer !== undefined);
+      return present.length > 0 ? present : undefined;
+    }),
+  );
+}
+
+/** handleMessage, with any bug turned into an internal error answer instead of a crash. */
+async function settle(session: McpSession, message: unknown): Promise<JsonRpcResponse | undefined> {
+  try {
+    return await handleMessage(session, message);
+  } catch (error) {
+    session.log({ level: 'error', message: 'A request failed inside the MCP server.', error });
+    const id = isPlainObject(message) ? message['id'] : undefined;
+    const answerId = typeof id === 'string' || typeof id === 'number' ? id : null;
+    return errorResponse(answerId, McpErrorCode.internalError, 'The server could not handle this request.');
+  }
+}
+
+/** Answers one request object; undefined means no answer (a notification, a cancelled request). */
+async function handleMessage(session: McpSession, message: unknown): Promise<JsonRpcResponse | undefined> {
+  if (!isPlainObject(message)) {
+    return errorResponse(null, McpErrorCode.invalidRequest, 'A message must be a JSON-RPC 2.0 object.');
+  }
+  if (!Object.hasOwn(message, 'id')) {
+    handleMessageWithoutId(session, message);
+    return undefined;
+  }
+  const id = message['id'];
+  const answerId = isRequestId(id) ? id : null;
+  if (message['jsonrpc'] !== '2.0') {
+    return errorResponse(answerId, McpErrorCode.invalidRequest, 'The message must have "jsonrpc": "2.0".');
+  }
+  if (isResponse(message)) {
+    // A response: this server never sends requests, so nothing waits for one.
+    session.log({
+      level: 'warn',
+      message: `Ignored a response to a request this server never sent (id ${String(id)}).`,
+    });
+    return undefined;
+  }
+  const method = message['method'];
+  if (typeof method !== 'string') {
+    return errorResponse(answerId, McpErrorCode.invalidRequest, 'The message needs a "method" string.');
+  }
+  if (answerId === null) {
+    return errorResponse(null, McpErrorCode.invalidRequest, 'A request id must be a string or a number.');
+  }
+  const params = message['params'];
+  if (params !== undefined && (params === null || typeof params !== 'object')) {
+    return errorResponse(answerId, McpErrorCode.invalidRequest, '"params" must be an object when given.');
+  }
+  if (params !== undefined && !isPlainObject(params)) {
+    return errorResponse(answerId, McpErrorCode.invalidParams, '"params" must be an object, not an array.');
+  }
+  return answerRequest(session, answerId, method, params ?? {});
+}
+
+/**
+ * A notification is never answered; nor is a malformed message without an id, which no client
+ * could match an answer to anyway.
+ */
+function handleMessageWithoutId(session: McpSession, message: Record<string, unknown>): void {
+  const method = message['method'];
+  if (message['jsonrpc'] === '2.0' && typeof method === 'string') {
+    handleNotification(session, method, message['params']);
+  } else {
+    session.log({ level: 'warn', message: 'Ignored a malformed message without an id.' });
+  }
+}
+
+function handleNotification(session: McpSession, method: string, params: unknown): void {
+  if (method !== 'notifications/cancelled') return;
+  const requestId = isPlainObject(params) ? params['requestId'] : undefined;
+  if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+  const request = session.open.get(requestKey(requestId));
+  // An unknown or finished request: the answer crossed the cancel, which the protocol allows.
+  if (!request) return;
+  request.cancelledByClient = true;
+  request.controller.abort();
+  session.log({ level: 'info', message: `Request ${JSON.stringify(requestId)} cancelled by the client.` });
+}
+
+// --- Requests ------------------------------------------------------------------------------------
+
+async function answerRequest(
+  session: McpSession,
+  id: RequestId,
+  method: string,
+  params: Record<string, unknown>,
+): Promise<JsonRpcResponse | undefined> {
+  switch (method) {
+    case 'initialize':
+      return answerInitialize(session, id, params);
+    case 'ping':
+      return resultResponse(id, {});
+    case 'tools/list':
+      // One page: a catalog is small, so there is never a nextCursor.
+      return resultResponse(id, { tools: session.tools });
+    case 'tools/call':
+      return answerToolsCall(session, id, params);
+    default:
+      return errorResponse(
+        id,
+        McpErrorCode.methodNotFound,
+        `There is no method ${JSON.stringify(method.slice(0, 64))}.`,
+      );
+  }
+}
+
+function answerInitialize(
+  session: McpSession,
+  id: RequestId,
+  params: Record<string, unknown>,
+): JsonRpcResponse {
+  const requested = params['protocolVersion'];
+  if (typeof requested !== 'string') {
+    return errorResponse(
+      id,
+      McpErrorCode.invalidParams,
+      'initialize needs params.protocolVersion, a string.',
+      {
+        supported: mcpProtocolVersions,
+      },
+    );
+  }
+  const protocolVersion = (mcpProtocolVersions as readonly string[]).includes(requested)
+    ? requested
+    : mcpProtocolVersions[0];
+  return resultResponse(id, {
+    protocolVersion,
+    capabilities: { tools: { listChanged: false } },
+    serverInfo: { name: 'toolgate', version: toolgateVersion },
+    instructions: session.options.instructions ?? defaultInstructions,
+  });
+}
+
+/** Runs one `tools/call` as an open request, so the client can cancel it by id until it is answered. */
+async function answerToolsCall(
+  session: McpSession,
+  id: RequestId,
+  params: Record<string, unknown>,
+): Promise<JsonRpcResponse | undefined> {
+  const key = requestKey(id);
+  if (session.open.has(key)) {
+    return errorResponse(
+      id,
+      McpErrorCode.invalidRequest,
+      'A request with this id is still open; use a new id for each request.',
+    );
+  }
+  const request: OpenRequest = { controller: new AbortController(), cancelledByClient: false };
+  session.open.set(key, request);
+  if (session.open.size >= maximumOpenCalls && !session.pausedForBacklog) {
+    session.pausedForBacklog = true;
+    session.input.pause();
+  }
+  try {
+    const answer = await callTool(session, id, params, request);
+    if (answer === undefined || request.controller.signal.aborted) return undefined;
+    if ('code' in answer) return errorResponse(id, answer.code, answer.message);
+    return resultResponse(id, answer);
+  } finally {
+    if (session.open.get(key) === request) session.open.delete(key);
+    finishIfIdle(session);
+  }
+}
+
+async function callTool(
+  session: McpSession,
+  id: RequestId,
+  params: Record<string, unknown>,
+  request: OpenRequest,
+): Promise<McpToolResult | JsonRpcError | undefined> {
+  const name = params['name'];
+  if (typeof name !== 'string') {
+    return {
+      code: McpErrorCode.invalidParams,
+      message: 'tools/call needs params.name, a tool name string.',
+    };
+  }
+  // Left out means no arguments; null is not an object, so it is refused like any other non-object.
+  const argumentsValue = params['arguments'] === undefined ? {} : params['arguments'];
+  if (!isPlainObject(argumentsValue)) {
+    return {
+      code: McpErrorCode.invalidParams,
+      message: 'tools/call params.arguments must be a JSON object (or be left out).',
+    };
+  }
+  // A catalog tool this server does not offer is refused here: the worker's allowlist may well
+  // allow it for other callers. Names the catalog does not know go to toolgate like the other
+  // adapters send them, so the denial is recorded where operators look for it.
+  if (lookupTool(session.allContracts, name) && !lookupTool(session.catalog, name)) {
+    return toolResult({
+      isError: true,
+      text: modelErrorText(
+        'NOT_ALLOWED',
+        `This server does not offer a tool named ${JSON.stringify(name.slice(0, 64))}.`,
+      ),
+    });
+  }
+  const signal = request.controller.signal;
+  const outcome = await session.limiter(signal, () =>
+    // Once the client cancels, the answer is dropped (the call goes on, cancelled or not).
+    untilAborted(
+      runOneToolCall(
+        { id: String(id), name, input: argumentsValue },
+        {
+          ...session.runOptions,
+          client: cancellableCaller(session.options.client, signal, request, session.log),
+        },
+      ),
+      signal,
+    ).catch((error: unknown) => {
+      if (signal.aborted) return undefined;
+      throw error;
+    }),
+  );
+  if (outcome?.state === 'pending' && outcome.record === undefined && outcome.callId) {
+    session.log({
+      level: 'warn',
+      message:
+        `No worker picked up ${outcome.callId} within ${Math.round((session.runOptions.noWorkerAfterMs ?? 0) / 1000)} s; ` +
+        'answered it as pending. The call stays open and runs when a worker starts on its task queue.',
+    });
+  }
+  return outcome === undefined ? undefined : toolResult(outcome);
+}
+
+// --- Framing: newline-delimited JSON, with a byte limit per line ---------------------------------
+
+/**
+ * Splits a byte stream into lines. A line is refused as soon as it is too long, not when it ends:
+ * it may never end. The rest of it is dropped unread, so memory stays bounded by the limit.
+ */
+function createLineReader(
+  maximumBytes: number,
+  onLine: (line: string) => void,
+  onTooLong: () => void,
+): { push(chunk: Buffer | string): void; end(): void } {
+  let pieces: Buffer[] = [];
+  let pieceBytes = 0;
+  let skipping = false;
+
+  const clear = (): void => {
+    pieces = [];
+    pieceBytes = 0;
+  };
+  const take = (bytes: Buffer): void => {
+    if (skipping || bytes.length === 0) return;
+    if (pieceBytes + bytes.length > maximumBytes) {
+      skipping = true;
+      clear();
+      onTooLong();
+      return;
+    }
+    // Copied: a stream may reuse its chunk's memory once this handler returns.
+    pieces.push(Buffer.from(bytes));
+    pieceBytes += bytes.length;
+  };
+  const line = (): string => Buffer.concat(pieces, pieceBytes).toString('utf8');
+
+  return {
+    push(chunk) {
+      const buffer = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+      let start = 0;
+      while (start <= buffer.length) {
+        const newline = buffer.indexOf(0x0a, start);
+        take(buffer.subarray(start, newline === -1 ? buffer.length : newline));
+        if (newline === -1) break;
+        if (!skipping) onLine(line());
+        clear();
+        skipping = false;
+        start = newline + 1;
+      }
+    },
+    end() {
+      // A last message without its newline is still read.
+      if (!skipping && pieceBytes > 0) onLine(line());
+      clear();
+    },
+  };
+}
+
+function refuseLongMessage(session: McpSession): void {
+  const { maximumBytes } = session;
+  session.log({ level: 'warn', message: `Refused a message longer than ${maximumBytes} bytes.` });
+  send(
+    session,
+    errorResponse(
+      null,
+      McpErrorCode.invalidRequest,
+      `The message is longer than ${maximumBytes} bytes and was not read. Send smaller messages.`,
+      { maximumMessageBytes: maximumBytes },
+    ),
+  );
 }
 
 /** The MCP tool entry for a contract: the same strict schema and description the other adapters send. */
-function describeTool(contract: ToolContract): {
-  name: string;
-  description: string;
-  inputSchema: JsonSchema;
-  annotations: { readOnlyHint: boolean; destructiveHint: boolean };
-} {
+function describeTool(contract: ToolContract): McpToolEntry {
   return {
     name: contract.name,
     description: modelDescription(contract),
@@ -588,9 +704,7 @@ function cancellableCaller(
  * At most `limit` jobs at once; the rest wait in arrival order. A job whose signal aborts while it
  * waits leaves the queue without running, and resolves undefined.
  */
-function createLimiter(
-  limit: number,
-): <Result>(signal: AbortSignal, work: () => Promise<Result | undefined>) => Promise<Result | undefined> {
+function createLimiter(limit: number): Limiter {
   let running = 0;
   const waiting = new Set<() => void>();
   return async (signal, work) => {
@@ -630,6 +744,17 @@ function createLimiter(
 function requestKey(id: RequestId): string {
   // "1" and 1 are different ids.
   return typeof id === 'string' ? `s:${id}` : `n:${id}`;
+}
+
+function isRequestId(value: unknown): value is RequestId {
+  return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
+}
+
+/** A message with no method that carries a result or an error: an answer, not a request. */
+function isResponse(message: Record<string, unknown>): boolean {
+  return (
+    message['method'] === undefined && (Object.hasOwn(message, 'result') || Object.hasOwn(message, 'error'))
+  );
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -179,6 +179,10 @@ function isObjectSchema(value: unknown): value is JsonSchema {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
+/**
+ * Collects in `problems` why `schema`, found at `where`, cannot be sent in strict form, descending
+ * into its options, properties and items.
+ */
 function inspect(schema: unknown, where: string, depth: number, problems: string[]): void {
   if (!isObjectSchema(schema)) {
     problems.push(`${where}: not a schema object`);
@@ -188,8 +192,8 @@ function inspect(schema: unknown, where: string, depth: number, problems: string
     problems.push(`${where}: nested deeper than ${maximumNesting} levels`);
     return;
   }
-  for (const keyword of unsupportedKeywords) {
-    if (keyword in schema) problems.push(`${where}: uses ${keyword}, which strict mode does not support`);
+  for (const keyword of unsupportedKeywords.filter((keyword) => keyword in schema)) {
+    problems.push(`${where}: uses ${keyword}, which strict mode does not support`);
   }
   if (Array.isArray(schema['anyOf'])) {
     (schema['anyOf'] as unknown[]).forEach((branch, index) => {
@@ -197,33 +201,38 @@ function inspect(schema: unknown, where: string, depth: number, problems: string
     });
     return;
   }
-  const types = Array.isArray(schema['type']) ? (schema['type'] as unknown[]) : [schema['type']];
   const hasEnumeration = Array.isArray(schema['enum']) || 'const' in schema;
   if (schema['type'] === undefined && !hasEnumeration) {
     problems.push(`${where}: has no type (z.unknown() or z.any()); give it a concrete type`);
     return;
   }
-  for (const type of types) {
-    if (type !== undefined && !knownTypes.has(String(type))) problems.push(`${where}: unknown type ${type}`);
+  const types = Array.isArray(schema['type']) ? (schema['type'] as unknown[]) : [schema['type']];
+  for (const type of types.filter((type) => type !== undefined && !knownTypes.has(String(type)))) {
+    problems.push(`${where}: unknown type ${type}`);
   }
-  if (types.includes('object')) {
-    if (schema['additionalProperties'] !== false) {
-      problems.push(`${where}: objects must be closed; use z.strictObject (additionalProperties: false)`);
+  if (types.includes('object')) inspectObject(schema, where, depth, problems);
+  if (types.includes('array')) inspectArray(schema, where, depth, problems);
+}
+
+/** An object schema must be closed and list every property as required, and each property must pass. */
+function inspectObject(schema: JsonSchema, where: string, depth: number, problems: string[]): void {
+  if (schema['additionalProperties'] !== false) {
+    problems.push(`${where}: objects must be closed; use z.strictObject (additionalProperties: false)`);
+  }
+  const properties = isObjectSchema(schema['properties']) ? schema['properties'] : {};
+  const required = new Set(Array.isArray(schema['required']) ? (schema['required'] as string[]) : []);
+  for (const [name, property] of Object.entries(properties)) {
+    const path = where === '(input)' ? name : `${where}.${name}`;
+    if (!required.has(name)) {
+      problems.push(`${path}: is optional; strict mode needs every field required, so use .nullable()`);
     }
-    const properties = isObjectSchema(schema['properties']) ? schema['properties'] : {};
-    const required = new Set(Array.isArray(schema['required']) ? (schema['required'] as string[]) : []);
-    for (const [name, property] of Object.entries(properties)) {
-      const path = where === '(input)' ? name : `${where}.${name}`;
-      if (!required.has(name)) {
-        problems.push(`${path}: is optional; strict mode needs every field required, so use .nullable()`);
-      }
-      inspect(property, path, depth + 1, problems);
-    }
+    inspect(property, path, depth + 1, problems);
   }
-  if (types.includes('array')) {
-    if (schema['items'] === undefined) problems.push(`${where}: an array needs an items schema`);
-    else inspect(schema['items'], `${where}[]`, depth + 1, problems);
-  }
+}
+
+function inspectArray(schema: JsonSchema, where: string, depth: number, problems: string[]): void {
+  if (schema['items'] === undefined) problems.push(`${where}: an array needs an items schema`);
+  else inspect(schema['items'], `${where}[]`, depth + 1, problems);
 }
 
 /** Moves constraint keywords into the description, recursively, and drops defaults. */

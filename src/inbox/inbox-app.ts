@@ -1,11 +1,13 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { type Context, Hono } from 'hono';
+import { type Context, Hono, type Next } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { z } from 'zod';
-import type { ToolgateOperations } from '../client/operations.ts';
+import type { CallSummary, ToolgateOperations } from '../client/operations.ts';
+import type { DecisionOutcome } from '../client/toolgate-client.ts';
 import { type CallRecord, terminalStatuses } from '../contracts/call-record.ts';
 import type { ApproverDirectory, InboxApprover } from './approver-tokens.ts';
 import { inboxPage, inboxScript, inboxStyle, loginPage } from './assets.ts';
@@ -107,88 +109,60 @@ function sameSecret(left: string, right: string): boolean {
   return timingSafeEqual(digest(left), digest(right));
 }
 
+/** What the inbox's handlers share: its options, the signed-in sessions and closed runs' decisions. */
+interface InboxState {
+  readonly operations: ToolgateOperations;
+  readonly approvers: ApproverDirectory;
+  readonly sessionTtlMs: number;
+  readonly sessions: Map<string, InboxSession>;
+  /**
+   * Closed records never change, so recent decisions are fetched once per run. Only the fields the
+   * list shows are kept, and only for the newest runs: the map never grows past its bound.
+   */
+  readonly closedRecords: Map<string, RecentDecision | null>;
+}
+
+/** Why an API request is refused, in words, and the status to answer it with. */
+interface Refusal {
+  readonly error: string;
+  readonly status: ContentfulStatusCode;
+}
+
+/** A decision as the approver sent it, its comment trimmed. */
+interface DecisionRequest {
+  readonly callId: string;
+  readonly runId: string;
+  readonly decision: 'approve' | 'reject';
+  readonly comment: string | undefined;
+}
+
+// Sign-in and sign-out forms hold a token or two; decisions hold a comment. Anything much bigger
+// is refused before it is read, with 413.
+const formLimit = bodyLimit({
+  maxSize: 8 * 1024,
+  onError: (context) => context.text('The form is larger than 8 KiB; sign in with the token alone.', 413),
+});
+const apiLimit = bodyLimit({
+  maxSize: 64 * 1024,
+  onError: (context) => context.json({ error: 'The request body is larger than 64 KiB.' }, 413),
+});
+
 /**
  * The approvals inbox as a hono app: a sign-in page, the inbox page, and a JSON API under /api.
  * Sign-in is by approver token; every state change needs the session's CSRF token.
  */
 export function createInboxApp(options: InboxOptions): Hono {
-  const { operations } = options;
-  const sessionTtlMs = options.sessionTtlMs ?? 8 * 60 * 60 * 1000;
-  const sessions = new Map<string, InboxSession>();
-  // Closed records never change, so recent decisions are fetched once per run. Only the fields the
-  // list shows are kept, and only for the newest runs: the map never grows past its bound.
-  const closedRecords = new Map<string, RecentDecision | null>();
-  const rememberClosed = (runId: string, decision: RecentDecision | null): void => {
-    closedRecords.set(runId, decision);
-    if (closedRecords.size > maximumClosedRecords) {
-      closedRecords.delete(closedRecords.keys().next().value as string);
-    }
+  const state: InboxState = {
+    operations: options.operations,
+    approvers: options.approvers,
+    sessionTtlMs: options.sessionTtlMs ?? 8 * 60 * 60 * 1000,
+    sessions: new Map(),
+    closedRecords: new Map(),
   };
+  const { operations } = state;
   const app = new Hono();
 
-  const currentSession = (context: Context): InboxSession | undefined => {
-    const id = getCookie(context, sessionCookie);
-    if (!id) return undefined;
-    const session = sessions.get(id);
-    if (!session) return undefined;
-    if (session.expiresAtMs < Date.now()) {
-      sessions.delete(id);
-      return undefined;
-    }
-    return session;
-  };
-
-  /**
-   * A cross-site form post carries a foreign Origin; refuse it even before the CSRF token check.
-   * Returns what is wrong, in words, or undefined. Behind a proxy that rewrites Host, every post
-   * fails this check, so the words name both values and the proxy setting to change.
-   */
-  const foreignOrigin = (context: Context): string | undefined => {
-    const origin = context.req.header('origin');
-    if (!origin) return undefined;
-    const host = context.req.header('host') ?? '';
-    let originHost: string;
-    try {
-      originHost = new URL(origin).host;
-    } catch {
-      originHost = '';
-    }
-    if (originHost === host) return undefined;
-    return (
-      `This request came from ${JSON.stringify(origin.slice(0, 200))}, but the inbox is served as ` +
-      `${JSON.stringify(host.slice(0, 200))}, so it was refused as cross-site. If the inbox is behind a ` +
-      'reverse proxy, have the proxy pass the original Host header (nginx: proxy_set_header Host $host).'
-    );
-  };
-
-  // Sign-in and sign-out forms hold a token or two; decisions hold a comment. Anything much bigger
-  // is refused before it is read, with 413.
-  const formLimit = bodyLimit({
-    maxSize: 8 * 1024,
-    onError: (context) => context.text('The form is larger than 8 KiB; sign in with the token alone.', 413),
-  });
-  const apiLimit = bodyLimit({
-    maxSize: 64 * 1024,
-    onError: (context) => context.json({ error: 'The request body is larger than 64 KiB.' }, 413),
-  });
-  /** The form's fields, or undefined when the body is not a form that can be read. */
-  const readForm = async (context: Context): Promise<Record<string, unknown> | undefined> => {
-    try {
-      return await context.req.parseBody();
-    } catch {
-      return undefined;
-    }
-  };
-
-  app.use('*', async (context, next) => {
-    await next();
-    context.header('Content-Security-Policy', contentSecurityPolicy);
-    context.header('X-Content-Type-Options', 'nosniff');
-    context.header('X-Frame-Options', 'DENY');
-    // Not no-referrer: under it Chromium sends `Origin: null` on form posts, defeating the origin check.
-    context.header('Referrer-Policy', 'same-origin');
-    context.header('Cache-Control', 'no-store');
-  });
+  app.use('*', addSecurityHeaders);
 
   app.get('/assets/inbox.js', (context) =>
     context.body(inboxScript, 200, { 'content-type': 'text/javascript; charset=utf-8' }),
@@ -198,50 +172,21 @@ export function createInboxApp(options: InboxOptions): Hono {
   );
 
   app.get('/login', (context) => context.html(loginPage()));
-  app.post('/login', formLimit, async (context) => {
-    const crossSite = foreignOrigin(context);
-    if (crossSite) return context.html(loginPage(crossSite), 403);
-    const form = await readForm(context);
-    if (!form) return context.html(loginPage('The sign-in form could not be read; send it again.'), 400);
-    const token = typeof form['token'] === 'string' ? form['token'] : '';
-    const approver = options.approvers.authenticate(token);
-    if (!approver) return context.html(loginPage('That token is not valid.'), 401);
-    const id = randomBytes(32).toString('base64url');
-    sessions.set(id, {
-      approver,
-      csrfToken: randomBytes(32).toString('base64url'),
-      expiresAtMs: Date.now() + sessionTtlMs,
-    });
-    setCookie(context, sessionCookie, id, {
-      httpOnly: true,
-      sameSite: 'Strict',
-      path: '/',
-      maxAge: Math.floor(sessionTtlMs / 1000),
-    });
-    return context.redirect('/', 303);
-  });
-  app.post('/logout', formLimit, async (context) => {
-    const session = currentSession(context);
-    const form = (await readForm(context)) ?? {};
-    if (session && typeof form['csrf'] === 'string' && sameSecret(form['csrf'], session.csrfToken)) {
-      sessions.delete(getCookie(context, sessionCookie) ?? '');
-      deleteCookie(context, sessionCookie, { path: '/' });
-    }
-    return context.redirect('/login', 303);
-  });
+  app.post('/login', formLimit, (context) => signIn(state, context));
+  app.post('/logout', formLimit, (context) => signOut(state, context));
 
   app.get('/', (context) =>
-    currentSession(context) ? context.html(inboxPage) : context.redirect('/login', 303),
+    currentSession(state, context) ? context.html(inboxPage) : context.redirect('/login', 303),
   );
 
   // Everything under /api needs a session.
   app.use('/api/*', apiLimit, async (context, next) => {
-    if (!currentSession(context)) return context.json({ error: 'Sign in first.' }, 401);
+    if (!currentSession(state, context)) return context.json({ error: 'Sign in first.' }, 401);
     await next();
   });
 
   app.get('/api/session', (context) => {
-    const session = currentSession(context)!;
+    const session = currentSession(state, context)!;
     return context.json({
       approver: session.approver.name,
       roles: session.approver.roles,
@@ -249,109 +194,9 @@ export function createInboxApp(options: InboxOptions): Hono {
     });
   });
 
-  app.get('/api/pending', async (context) => {
-    const listed = await operations.list({ status: 'awaiting_approval', limit: 100 });
-    const seen = new Set<string>();
-    const ids = listed.map((call) => call.callId).filter((id) => !seen.has(id) && seen.add(id));
-    const records = await Promise.all(ids.map((id) => operations.client.get(id).catch(() => undefined)));
-    const now = Date.now();
-    const calls: PendingCall[] = records
-      // Visibility lags: a call decided a moment ago may still be listed as waiting.
-      .filter((record): record is CallRecord => record?.status === 'awaiting_approval' && !!record.approval)
-      .map((record) => ({
-        callId: record.callId,
-        runId: record.runId,
-        tool: record.tool,
-        ...(record.tier ? { tier: record.tier } : {}),
-        tenant: record.tenant,
-        principal: record.principal,
-        principalKind: record.principalKind,
-        input: record.input,
-        ...(record.approval!.preview ? { preview: record.approval!.preview } : {}),
-        approvers: record.approval!.approvers,
-        expiresAt: record.approval!.expiresAt,
-        timeLeftMs: Math.max(0, Date.parse(record.approval!.expiresAt) - now),
-        refusedDecisions: record.refusedDecisions,
-      }))
-      .sort((left, right) => left.timeLeftMs - right.timeLeftMs);
-    return context.json({ calls });
-  });
-
-  app.get('/api/decisions', async (context) => {
-    // Only calls past their decision. Visibility lists open runs first, so with the waiting calls
-    // included, 40 of them would crowd every decision out of the list.
-    const listed = await operations.list({
-      tier: 'approval',
-      status: ['running', ...terminalStatuses],
-      limit: 40,
-    });
-    const decisions: RecentDecision[] = [];
-    for (const call of listed) {
-      if (call.workflowStatus === 'RUNNING' && call.status === 'awaiting_approval') continue;
-      let decision = closedRecords.get(call.runId);
-      if (decision === undefined) {
-        const record = await operations.get(call.callId, { runId: call.runId }).catch(() => undefined);
-        if (!record) continue;
-        decision = recentDecisionOf(record);
-        if (call.workflowStatus !== 'RUNNING') rememberClosed(call.runId, decision);
-      }
-      if (!decision) continue;
-      decisions.push(decision);
-      if (decisions.length >= 15) break;
-    }
-    decisions.sort((left, right) => right.decidedAt.localeCompare(left.decidedAt));
-    return context.json({ decisions });
-  });
-
-  app.post('/api/decisions', async (context) => {
-    const session = currentSession(context)!;
-    const presented = context.req.header('x-csrf-token') ?? '';
-    const crossSite = foreignOrigin(context);
-    if (crossSite) return context.json({ error: crossSite }, 403);
-    if (!sameSecret(presented, session.csrfToken)) {
-      return context.json({ error: 'The CSRF token is missing or wrong; reload the page.' }, 403);
-    }
-    if (!(context.req.header('content-type') ?? '').startsWith('application/json')) {
-      return context.json({ error: 'Send the decision as JSON.' }, 415);
-    }
-    const parsed = decisionBodySchema.safeParse(await context.req.json().catch(() => undefined));
-    if (!parsed.success) return context.json({ error: 'The decision is malformed.' }, 400);
-    const { callId, runId, decision } = parsed.data;
-    const comment = parsed.data.comment?.trim();
-    if (decision === 'reject' && !comment)
-      return context.json({ error: 'Say why you reject it (comment).' }, 400);
-    const record = await operations.client.get(callId).catch(() => undefined);
-    if (!record) return context.json({ error: 'There is no such call.' }, 404);
-    if (record.runId !== runId) {
-      return context.json(
-        {
-          error:
-            'This call was restarted since the page showed it, and may now ask for other arguments. ' +
-            'Read its new card before deciding.',
-        },
-        409,
-      );
-    }
-    if (record.status !== 'awaiting_approval') {
-      return context.json({ error: `The call is ${record.status}; it no longer waits for a decision.` }, 409);
-    }
-    const refusal = mayDecide(session.approver, record);
-    if (refusal) return context.json({ error: `You may not decide this call: ${refusal}.` }, 403);
-    const decisionOptions = {
-      runId,
-      approver: session.approver.name,
-      roles: session.approver.roles,
-      ...(comment ? { comment } : {}),
-    };
-    const outcome =
-      decision === 'approve'
-        ? await operations.client.approve(callId, decisionOptions)
-        : await operations.client.reject(callId, decisionOptions);
-    if (outcome.accepted) return context.json({ state: outcome.state }, 200);
-    if (outcome.state === 'delivered')
-      return context.json({ state: outcome.state, error: outcome.reason }, 202);
-    return context.json({ state: outcome.state, error: outcome.reason ?? 'The decision was refused.' }, 409);
-  });
+  app.get('/api/pending', async (context) => context.json({ calls: await pendingCalls(operations) }));
+  app.get('/api/decisions', async (context) => context.json({ decisions: await recentDecisions(state) }));
+  app.post('/api/decisions', (context) => decide(state, context));
 
   app.get('/api/overview', async (context) =>
     context.json(summarizeCalls(await operations.list({ since: '24h', limit: 1000 }))),
@@ -368,6 +213,272 @@ export function createInboxApp(options: InboxOptions): Hono {
     return context.json({ error: 'The inbox hit an internal error; see its log.' }, 500);
   });
   return app;
+}
+
+async function addSecurityHeaders(context: Context, next: Next): Promise<void> {
+  await next();
+  context.header('Content-Security-Policy', contentSecurityPolicy);
+  context.header('X-Content-Type-Options', 'nosniff');
+  context.header('X-Frame-Options', 'DENY');
+  // Not no-referrer: under it Chromium sends `Origin: null` on form posts, defeating the origin check.
+  context.header('Referrer-Policy', 'same-origin');
+  context.header('Cache-Control', 'no-store');
+}
+
+// --- Sessions ------------------------------------------------------------------------------------
+
+function currentSession(state: InboxState, context: Context): InboxSession | undefined {
+  const id = getCookie(context, sessionCookie);
+  if (!id) return undefined;
+  const session = state.sessions.get(id);
+  if (!session) return undefined;
+  if (session.expiresAtMs < Date.now()) {
+    state.sessions.delete(id);
+    return undefined;
+  }
+  return session;
+}
+
+async function signIn(state: InboxState, context: Context): Promise<Response> {
+  const crossSite = foreignOrigin(context);
+  if (crossSite) return context.html(loginPage(crossSite), 403);
+  const form = await readForm(context);
+  if (!form) return context.html(loginPage('The sign-in form could not be read; send it again.'), 400);
+  const token = typeof form['token'] === 'string' ? form['token'] : '';
+  const approver = state.approvers.authenticate(token);
+  if (!approver) return context.html(loginPage('That token is not valid.'), 401);
+  const id = randomBytes(32).toString('base64url');
+  state.sessions.set(id, {
+    approver,
+    csrfToken: randomBytes(32).toString('base64url'),
+    expiresAtMs: Date.now() + state.sessionTtlMs,
+  });
+  setCookie(context, sessionCookie, id, {
+    httpOnly: true,
+    sameSite: 'Strict',
+    path: '/',
+    maxAge: Math.floor(state.sessionTtlMs / 1000),
+  });
+  return context.redirect('/', 303);
+}
+
+async function signOut(state: InboxState, context: Context): Promise<Response> {
+  const session = currentSession(state, context);
+  const form = (await readForm(context)) ?? {};
+  if (session && typeof form['csrf'] === 'string' && sameSecret(form['csrf'], session.csrfToken)) {
+    state.sessions.delete(getCookie(context, sessionCookie) ?? '');
+    deleteCookie(context, sessionCookie, { path: '/' });
+  }
+  return context.redirect('/login', 303);
+}
+
+/**
+ * A cross-site form post carries a foreign Origin; refuse it even before the CSRF token check.
+ * Returns what is wrong, in words, or undefined. Behind a proxy that rewrites Host, every post
+ * fails this check, so the words name both values and the proxy setting to change.
+ */
+function foreignOrigin(context: Context): string | undefined {
+  const origin = context.req.header('origin');
+  if (!origin) return undefined;
+  const host = context.req.header('host') ?? '';
+  let originHost: string;
+  try {
+    originHost = new URL(origin).host;
+  } catch {
+    originHost = '';
+  }
+  if (originHost === host) return undefined;
+  return (
+    `This request came from ${JSON.stringify(origin.slice(0, 200))}, but the inbox is served as ` +
+    `${JSON.stringify(host.slice(0, 200))}, so it was refused as cross-site. If the inbox is behind a ` +
+    'reverse proxy, have the proxy pass the original Host header (nginx: proxy_set_header Host $host).'
+  );
+}
+
+/** The form's fields, or undefined when the body is not a form that can be read. */
+async function readForm(context: Context): Promise<Record<string, unknown> | undefined> {
+  try {
+    return await context.req.parseBody();
+  } catch {
+    return undefined;
+  }
+}
+
+// --- Lists ---------------------------------------------------------------------------------------
+
+/** The calls waiting for a decision, the soonest to expire first. */
+async function pendingCalls(operations: ToolgateOperations): Promise<PendingCall[]> {
+  const listed = await operations.list({ status: 'awaiting_approval', limit: 100 });
+  const seen = new Set<string>();
+  const ids = listed.map((call) => call.callId).filter((id) => !seen.has(id) && seen.add(id));
+  const records = await Promise.all(ids.map((id) => operations.client.get(id).catch(() => undefined)));
+  const now = Date.now();
+  return (
+    records
+      // Visibility lags: a call decided a moment ago may still be listed as waiting.
+      .filter((record): record is CallRecord => record?.status === 'awaiting_approval' && !!record.approval)
+      .map((record) => pendingCallOf(record, now))
+      .sort((left, right) => left.timeLeftMs - right.timeLeftMs)
+  );
+}
+
+/** The card the inbox shows for a call that waits for approval (its record has an approval). */
+function pendingCallOf(record: CallRecord, now: number): PendingCall {
+  const approval = record.approval!;
+  return {
+    callId: record.callId,
+    runId: record.runId,
+    tool: record.tool,
+    ...(record.tier ? { tier: record.tier } : {}),
+    tenant: record.tenant,
+    principal: record.principal,
+    principalKind: record.principalKind,
+    input: record.input,
+    ...(approval.preview ? { preview: approval.preview } : {}),
+    approvers: approval.approvers,
+    expiresAt: approval.expiresAt,
+    timeLeftMs: Math.max(0, Date.parse(approval.expiresAt) - now),
+    refusedDecisions: record.refusedDecisions,
+  };
+}
+
+/** The newest decisions, at most 15, newest first. */
+async function recentDecisions(state: InboxState): Promise<RecentDecision[]> {
+  // Only calls past their decision. Visibility lists open runs first, so with the waiting calls
+  // included, 40 of them would crowd every decision out of the list.
+  const listed = await state.operations.list({
+    tier: 'approval',
+    status: ['running', ...terminalStatuses],
+    limit: 40,
+  });
+  const decisions: RecentDecision[] = [];
+  for (const call of listed) {
+    if (call.workflowStatus === 'RUNNING' && call.status === 'awaiting_approval') continue;
+    const decision = await decisionOfRun(state, call);
+    if (!decision) continue;
+    decisions.push(decision);
+    if (decisions.length >= 15) break;
+  }
+  decisions.sort((left, right) => right.decidedAt.localeCompare(left.decidedAt));
+  return decisions;
+}
+
+/**
+ * The decision on a listed run: null when no one decided it, undefined when its record cannot be
+ * read. A closed run's is remembered, so it is fetched only once.
+ */
+async function decisionOfRun(
+  state: InboxState,
+  call: CallSummary,
+): Promise<RecentDecision | null | undefined> {
+  const remembered = state.closedRecords.get(call.runId);
+  if (remembered !== undefined) return remembered;
+  const record = await state.operations.get(call.callId, { runId: call.runId }).catch(() => undefined);
+  if (!record) return undefined;
+  const decision = recentDecisionOf(record);
+  if (call.workflowStatus !== 'RUNNING') rememberClosed(state.closedRecords, call.runId, decision);
+  return decision;
+}
+
+function rememberClosed(
+  closedRecords: Map<string, RecentDecision | null>,
+  runId: string,
+  decision: RecentDecision | null,
+): void {
+  closedRecords.set(runId, decision);
+  if (closedRecords.size > maximumClosedRecords) {
+    closedRecords.delete(closedRecords.keys().next().value as string);
+  }
+}
+
+// --- Decisions -----------------------------------------------------------------------------------
+
+/**
+ * Takes an approver's decision: only from the inbox's own page, as JSON, on the run the page
+ * showed, while that run still waits, and only from someone on its list of approvers.
+ */
+async function decide(state: InboxState, context: Context): Promise<Response> {
+  const session = currentSession(state, context)!;
+  const refusedRequest = requestRefusal(context, session);
+  if (refusedRequest) return refuse(context, refusedRequest);
+  const request = await readDecision(context);
+  if ('error' in request) return refuse(context, request);
+  const record = await state.operations.client.get(request.callId).catch(() => undefined);
+  const refusedCall = decisionRefusal(session.approver, record, request.runId);
+  if (refusedCall) return refuse(context, refusedCall);
+  const outcome = await submitDecision(state.operations, session.approver, request);
+  if (outcome.accepted) return context.json({ state: outcome.state }, 200);
+  if (outcome.state === 'delivered')
+    return context.json({ state: outcome.state, error: outcome.reason }, 202);
+  return context.json({ state: outcome.state, error: outcome.reason ?? 'The decision was refused.' }, 409);
+}
+
+function refuse(context: Context, refusal: Refusal): Response {
+  return context.json({ error: refusal.error }, refusal.status);
+}
+
+/** Refuses a decision post that is cross-site, lacks the session's CSRF token, or is not JSON. */
+function requestRefusal(context: Context, session: InboxSession): Refusal | undefined {
+  const presented = context.req.header('x-csrf-token') ?? '';
+  const crossSite = foreignOrigin(context);
+  if (crossSite) return { error: crossSite, status: 403 };
+  if (!sameSecret(presented, session.csrfToken)) {
+    return { error: 'The CSRF token is missing or wrong; reload the page.', status: 403 };
+  }
+  if (!(context.req.header('content-type') ?? '').startsWith('application/json')) {
+    return { error: 'Send the decision as JSON.', status: 415 };
+  }
+  return undefined;
+}
+
+/** The decision in the body, or why it cannot be taken: malformed, or a rejection without a reason. */
+async function readDecision(context: Context): Promise<DecisionRequest | Refusal> {
+  const parsed = decisionBodySchema.safeParse(await context.req.json().catch(() => undefined));
+  if (!parsed.success) return { error: 'The decision is malformed.', status: 400 };
+  const { callId, runId, decision } = parsed.data;
+  const comment = parsed.data.comment?.trim();
+  if (decision === 'reject' && !comment) return { error: 'Say why you reject it (comment).', status: 400 };
+  return { callId, runId, decision, comment };
+}
+
+/** Why this approver may not decide this call now, or undefined when they may. */
+function decisionRefusal(
+  approver: InboxApprover,
+  record: CallRecord | undefined,
+  runId: string,
+): Refusal | undefined {
+  if (!record) return { error: 'There is no such call.', status: 404 };
+  if (record.runId !== runId) {
+    return {
+      error:
+        'This call was restarted since the page showed it, and may now ask for other arguments. ' +
+        'Read its new card before deciding.',
+      status: 409,
+    };
+  }
+  if (record.status !== 'awaiting_approval') {
+    return { error: `The call is ${record.status}; it no longer waits for a decision.`, status: 409 };
+  }
+  const refusal = mayDecide(approver, record);
+  if (refusal) return { error: `You may not decide this call: ${refusal}.`, status: 403 };
+  return undefined;
+}
+
+/** Signs and sends the decision as the signed-in approver, for the run the page showed. */
+function submitDecision(
+  operations: ToolgateOperations,
+  approver: InboxApprover,
+  { callId, runId, decision, comment }: DecisionRequest,
+): Promise<DecisionOutcome> {
+  const decisionOptions = {
+    runId,
+    approver: approver.name,
+    roles: approver.roles,
+    ...(comment ? { comment } : {}),
+  };
+  return decision === 'approve'
+    ? operations.client.approve(callId, decisionOptions)
+    : operations.client.reject(callId, decisionOptions);
 }
 
 export interface RunningInbox {
