@@ -94,7 +94,7 @@ async function readLabels(paths: ExampleToolPaths): Promise<Map<string, string[]
 
 async function writeLabels(paths: ExampleToolPaths, labels: Map<string, string[]>): Promise<void> {
   await mkdir(paths.dataDir, { recursive: true });
-  // A fresh name per write: two writes in the same millisecond once shared one temporary file.
+  // A fresh name per write: a name from the clock alone would be shared by two writes in one millisecond.
   const temporary = `${paths.labelsFile}.${process.pid}.${randomUUID()}.tmp`;
   // Object.fromEntries defines own properties, so even `__proto__` is written as a plain key.
   await writeFile(temporary, JSON.stringify(Object.fromEntries(labels), null, 2));
