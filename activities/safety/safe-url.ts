@@ -117,6 +117,18 @@ const defaultResolve = async (hostname: string): Promise<readonly string[]> => {
   return answers.map((answer) => answer.address);
 };
 
+/** A guard's settings with their defaults applied, and its counters. */
+interface GuardSettings {
+  readonly rules: SafeUrlRules;
+  readonly resolve: (hostname: string) => Promise<readonly string[]>;
+  readonly maxRedirects: number;
+  readonly maxResponseBytes: number;
+  readonly timeoutMs: number;
+  readonly connectTimeoutMs: number;
+  readonly allowLoopbackForTests: NonNullable<SafeUrlOptions['allowLoopbackForTests']>;
+  readonly stats: { resolutions: number; connections: number };
+}
+
 /**
  * A guard for outbound HTTP(S) that a tool author builds once and uses for every request. It
  * enforces, in order: the lexical rules (scheme, user-info, port, host allowlist); one DNS
@@ -126,194 +138,272 @@ const defaultResolve = async (hostname: string): Promise<readonly string[]> => {
  * and time.
  */
 export function safeUrl(options: SafeUrlOptions = {}): SafeUrlGuard {
-  const resolve = options.resolve ?? defaultResolve;
-  const maxRedirects = options.maxRedirects ?? 5;
-  const maxResponseBytes = options.maxResponseBytes ?? 1024 * 1024;
-  const timeoutMs = options.timeoutMs ?? 10_000;
-  const connectTimeoutMs = options.connectTimeoutMs ?? 3_000;
-  const stats = { resolutions: 0, connections: 0 };
-  const loopback = options.allowLoopbackForTests ?? false;
-  const addressOptionsFor = (port: number) => ({
-    allowLoopbackForTests: typeof loopback === 'boolean' ? loopback : loopback.ports.includes(port),
+  const guard: GuardSettings = {
+    rules: options,
+    resolve: options.resolve ?? defaultResolve,
+    maxRedirects: options.maxRedirects ?? 5,
+    maxResponseBytes: options.maxResponseBytes ?? 1024 * 1024,
+    timeoutMs: options.timeoutMs ?? 10_000,
+    connectTimeoutMs: options.connectTimeoutMs ?? 3_000,
+    allowLoopbackForTests: options.allowLoopbackForTests ?? false,
+    stats: { resolutions: 0, connections: 0 },
+  };
+  return {
+    vet: (raw, vetOptions = {}) => vet(guard, raw, vetOptions.signal),
+    fetch: (raw, fetchOptions = {}) => fetchUrl(guard, raw, fetchOptions),
+    stats: guard.stats,
+  };
+}
+
+async function vet(guard: GuardSettings, raw: string, signal: AbortSignal | undefined): Promise<VettedUrl> {
+  const parsed = parseSafeUrl(raw, guard.rules);
+  if (!parsed.ok) throw new ToolDenied(`URL refused: ${parsed.problem}.`);
+  const target = parsed.value;
+  // A literal never reaches `lookup`, so it is checked here on its own.
+  const addresses = target.isIpLiteral ? [target.host] : await resolveHost(guard, target.host, signal);
+  // Every answer must pass: a mix of public and private answers is how rebinding starts.
+  const loopback = guard.allowLoopbackForTests;
+  const addressOptions = {
+    allowLoopbackForTests: typeof loopback === 'boolean' ? loopback : loopback.ports.includes(target.port),
+  };
+  for (const address of addresses) {
+    const problem = addressProblem(address, addressOptions);
+    if (problem) throw new ToolDenied(`URL refused: the host is not reachable from here (${problem}).`);
+  }
+  const address = ipaddr.parse(addresses[0]!);
+  return {
+    ...target,
+    address: address.kind() === 'ipv6' ? address.toNormalizedString() : address.toString(),
+    family: address.kind() === 'ipv6' ? 6 : 4,
+  };
+}
+
+/** The one resolution of a host name, counted; a failure or an empty answer is the caller's to fix. */
+async function resolveHost(
+  guard: GuardSettings,
+  host: string,
+  signal: AbortSignal | undefined,
+): Promise<readonly string[]> {
+  guard.stats.resolutions++;
+  let addresses: readonly string[];
+  try {
+    // The resolver is raced against the signal: a slow DNS server must not outlast the
+    // fetch's time bound or the caller's abort.
+    addresses = await untilAborted(guard.resolve(host), signal);
+  } catch (error) {
+    if (signal?.aborted && error === signal.reason) throw error;
+    throw new ToolError('The host name does not resolve. Check the URL for typos.', {
+      effect: 'none',
+      retryable: false,
+    });
+  }
+  if (addresses.length === 0) {
+    throw new ToolError('The host name has no addresses. Check the URL.', {
+      effect: 'none',
+      retryable: false,
+    });
+  }
+  return addresses;
+}
+
+function pinnedAgent(guard: GuardSettings, vetted: VettedUrl): Agent {
+  const connector = buildConnector({
+    timeout: guard.connectTimeoutMs,
+    // The only answer this connection can ever get is the address that was checked.
+    lookup: (_hostname, lookupOptions, callback) => {
+      if ((lookupOptions as { all?: boolean }).all) {
+        (callback as (error: null, addresses: LookupAddress[]) => void)(null, [
+          { address: vetted.address, family: vetted.family },
+        ]);
+      } else {
+        (callback as (error: null, address: string, family: number) => void)(
+          null,
+          vetted.address,
+          vetted.family,
+        );
+      }
+    },
   });
-
-  async function vet(raw: string, vetOptions: { signal?: AbortSignal } = {}): Promise<VettedUrl> {
-    const parsed = parseSafeUrl(raw, options);
-    if (!parsed.ok) throw new ToolDenied(`URL refused: ${parsed.problem}.`);
-    const target = parsed.value;
-    let addresses: readonly string[];
-    if (target.isIpLiteral) {
-      // A literal never reaches `lookup`, so it is checked here on its own.
-      addresses = [target.host];
-    } else {
-      stats.resolutions++;
-      try {
-        // The resolver is raced against the signal: a slow DNS server must not outlast the
-        // fetch's time bound or the caller's abort.
-        addresses = await untilAborted(resolve(target.host), vetOptions.signal);
-      } catch (error) {
-        if (vetOptions.signal?.aborted && error === vetOptions.signal.reason) throw error;
-        throw new ToolError('The host name does not resolve. Check the URL for typos.', {
-          effect: 'none',
-          retryable: false,
-        });
-      }
-      if (addresses.length === 0) {
-        throw new ToolError('The host name has no addresses. Check the URL.', {
-          effect: 'none',
-          retryable: false,
-        });
-      }
-    }
-    // Every answer must pass: a mix of public and private answers is how rebinding starts.
-    for (const address of addresses) {
-      const problem = addressProblem(address, addressOptionsFor(target.port));
-      if (problem) throw new ToolDenied(`URL refused: the host is not reachable from here (${problem}).`);
-    }
-    const address = ipaddr.parse(addresses[0]!);
-    return {
-      ...target,
-      address: address.kind() === 'ipv6' ? address.toNormalizedString() : address.toString(),
-      family: address.kind() === 'ipv6' ? 6 : 4,
-    };
-  }
-
-  function pinnedAgent(vetted: VettedUrl): Agent {
-    const connector = buildConnector({
-      timeout: connectTimeoutMs,
-      // The only answer this connection can ever get is the address that was checked.
-      lookup: (_hostname, lookupOptions, callback) => {
-        if ((lookupOptions as { all?: boolean }).all) {
-          (callback as (error: null, addresses: LookupAddress[]) => void)(null, [
-            { address: vetted.address, family: vetted.family },
-          ]);
-        } else {
-          (callback as (error: null, address: string, family: number) => void)(
-            null,
-            vetted.address,
-            vetted.family,
-          );
+  return new Agent({
+    connections: 1,
+    pipelining: 0,
+    connect: (connectOptions, callback) => {
+      guard.stats.connections++;
+      connector(connectOptions, (error, socket) => {
+        if (error || !socket) return callback(error ?? new Error('no socket'), null);
+        const peer = (socket as Socket).remoteAddress;
+        if (!peer || !sameAddress(peer, vetted.address)) {
+          socket.destroy();
+          return callback(new Error('connected to an address other than the vetted one'), null);
         }
-      },
-    });
-    return new Agent({
-      connections: 1,
-      pipelining: 0,
-      connect: (connectOptions, callback) => {
-        stats.connections++;
-        connector(connectOptions, (error, socket) => {
-          if (error || !socket) return callback(error ?? new Error('no socket'), null);
-          const peer = (socket as Socket).remoteAddress;
-          if (!peer || !sameAddress(peer, vetted.address)) {
-            socket.destroy();
-            return callback(new Error('connected to an address other than the vetted one'), null);
-          }
-          return callback(null, socket);
-        });
-      },
-    });
-  }
-
-  async function fetchUrl(
-    raw: string,
-    fetchOptions: { signal?: AbortSignal; headers?: SafeFetchHeaders } = {},
-  ): Promise<SafeFetchResponse> {
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = fetchOptions.signal ? AbortSignal.any([fetchOptions.signal, timeout]) : timeout;
-    const timedOut = (cause: unknown) =>
-      new ToolError(`The site did not answer within ${timeoutMs} ms. Try again later.`, {
-        effect: 'none',
-        cause,
+        return callback(null, socket);
       });
-    // Lower-case name/value pairs; a redirect to another origin takes the credentials (and a chosen
-    // host) out for good.
-    let headers = headerPairs(fetchOptions.headers);
-    let current = raw;
-    for (let redirects = 0; ; redirects++) {
-      let vetted: VettedUrl;
-      try {
-        vetted = await vet(current, { signal });
-      } catch (error) {
-        // Only an abort during resolution is translated; refusals and DNS failures pass unchanged.
-        if (signal.aborted && error === signal.reason && timeout.aborted) throw timedOut(error);
-        throw error;
-      }
-      const agent = pinnedAgent(vetted);
-      try {
-        let response: Awaited<ReturnType<typeof request>>;
-        try {
-          response = await request(vetted.url.href, {
-            method: 'GET',
-            dispatcher: agent,
-            signal,
-            headers: requestHeaders(headers),
-            headersTimeout: timeoutMs,
-            bodyTimeout: timeoutMs,
-          });
-        } catch (error) {
-          if (timeout.aborted) throw timedOut(error);
-          if (fetchOptions.signal?.aborted) throw error;
-          throw new ToolError('The site could not be reached. Try again later.', {
-            effect: 'none',
-            cause: error,
-          });
-        }
-        const location = response.headers['location'];
-        if (redirectStatuses.has(response.statusCode) && typeof location === 'string') {
-          await response.body.dump();
-          if (redirects >= maxRedirects) {
-            throw new ToolDenied(`URL refused: more than ${maxRedirects} redirects.`);
-          }
-          let next: URL;
-          try {
-            next = new URL(location, vetted.url);
-          } catch {
-            throw new ToolError('The site sent a malformed redirect.', { effect: 'none', retryable: false });
-          }
-          headers = headersAfterRedirect(headers, vetted.url, next);
-          current = next.href;
-          continue;
-        }
-        const declared = Number(response.headers['content-length'] ?? Number.NaN);
-        if (Number.isFinite(declared) && declared > maxResponseBytes) {
-          response.body.destroy();
-          throw tooLarge(maxResponseBytes);
-        }
-        const chunks: Buffer[] = [];
-        let bytes = 0;
-        try {
-          for await (const chunk of response.body) {
-            bytes += (chunk as Buffer).length;
-            if (bytes > maxResponseBytes) {
-              response.body.destroy();
-              throw tooLarge(maxResponseBytes);
-            }
-            chunks.push(chunk as Buffer);
-          }
-        } catch (error) {
-          if (error instanceof ToolError) throw error;
-          if (fetchOptions.signal?.aborted) throw error;
-          throw new ToolError('The site stopped sending the response. Try again later.', {
-            effect: 'none',
-            cause: error,
-          });
-        }
-        const contentType = response.headers['content-type'];
-        return {
-          status: response.statusCode,
-          contentType: typeof contentType === 'string' ? contentType : undefined,
-          body: Buffer.concat(chunks).toString('utf8'),
-          bytes,
-          url: vetted.url.href,
-          redirects,
-        };
-      } finally {
-        await agent.destroy().catch(() => undefined);
-      }
+    },
+  });
+}
+
+/** One fetch, redirects included: the guard, the caller's signal, and the time bound over it all. */
+interface FetchRun {
+  readonly guard: GuardSettings;
+  readonly callerSignal: AbortSignal | undefined;
+  readonly timeout: AbortSignal;
+  /** Aborts on the caller's signal or the time bound, whichever comes first. */
+  readonly signal: AbortSignal;
+}
+
+type UndiciResponse = Awaited<ReturnType<typeof request>>;
+
+async function fetchUrl(
+  guard: GuardSettings,
+  raw: string,
+  fetchOptions: { signal?: AbortSignal; headers?: SafeFetchHeaders },
+): Promise<SafeFetchResponse> {
+  const timeout = AbortSignal.timeout(guard.timeoutMs);
+  const callerSignal = fetchOptions.signal;
+  const signal = callerSignal ? AbortSignal.any([callerSignal, timeout]) : timeout;
+  const run: FetchRun = { guard, callerSignal, timeout, signal };
+  // Lower-case name/value pairs; a redirect to another origin takes the credentials (and a chosen
+  // host) out for good.
+  let headers = headerPairs(fetchOptions.headers);
+  let current = raw;
+  for (let redirects = 0; ; redirects++) {
+    const vetted = await vetHop(run, current);
+    const agent = pinnedAgent(guard, vetted);
+    try {
+      const response = await send(run, vetted, agent, headers);
+      const next = await redirectTarget(guard, response, vetted.url, redirects);
+      if (!next) return await readResponse(run, response, vetted.url, redirects);
+      headers = headersAfterRedirect(headers, vetted.url, next);
+      current = next.href;
+    } finally {
+      await agent.destroy().catch(() => undefined);
     }
   }
+}
 
-  return { vet, fetch: fetchUrl, stats };
+/** Vets one hop; an abort during resolution that the time bound caused says so. */
+async function vetHop(run: FetchRun, raw: string): Promise<VettedUrl> {
+  try {
+    return await vet(run.guard, raw, run.signal);
+  } catch (error) {
+    // Only an abort during resolution is translated; refusals and DNS failures pass unchanged.
+    if (run.signal.aborted && error === run.signal.reason && run.timeout.aborted) {
+      throw timedOut(run.guard.timeoutMs, error);
+    }
+    throw error;
+  }
+}
+
+/** Sends the GET over the pinned agent; a caller's abort passes unchanged, other failures are retryable. */
+async function send(
+  run: FetchRun,
+  vetted: VettedUrl,
+  agent: Agent,
+  headers: ReadonlyArray<readonly [string, string]>,
+): Promise<UndiciResponse> {
+  try {
+    return await request(vetted.url.href, {
+      method: 'GET',
+      dispatcher: agent,
+      signal: run.signal,
+      headers: requestHeaders(headers),
+      headersTimeout: run.guard.timeoutMs,
+      bodyTimeout: run.guard.timeoutMs,
+    });
+  } catch (error) {
+    if (run.timeout.aborted) throw timedOut(run.guard.timeoutMs, error);
+    if (run.callerSignal?.aborted) throw error;
+    throw new ToolError('The site could not be reached. Try again later.', {
+      effect: 'none',
+      cause: error,
+    });
+  }
+}
+
+/**
+ * Where a redirect leads, or undefined when the response is not one. A redirect's body is drained,
+ * then the hop count and the target are checked.
+ */
+async function redirectTarget(
+  guard: GuardSettings,
+  response: UndiciResponse,
+  from: URL,
+  redirects: number,
+): Promise<URL | undefined> {
+  const location = response.headers['location'];
+  if (!redirectStatuses.has(response.statusCode) || typeof location !== 'string') return undefined;
+  await response.body.dump();
+  if (redirects >= guard.maxRedirects) {
+    throw new ToolDenied(`URL refused: more than ${guard.maxRedirects} redirects.`);
+  }
+  try {
+    return new URL(location, from);
+  } catch {
+    throw new ToolError('The site sent a malformed redirect.', { effect: 'none', retryable: false });
+  }
+}
+
+/** The final answer, its body read whole within the size bound. */
+async function readResponse(
+  run: FetchRun,
+  response: UndiciResponse,
+  url: URL,
+  redirects: number,
+): Promise<SafeFetchResponse> {
+  const maxResponseBytes = run.guard.maxResponseBytes;
+  const declared = Number(response.headers['content-length'] ?? Number.NaN);
+  if (Number.isFinite(declared) && declared > maxResponseBytes) {
+    response.body.destroy();
+    throw tooLarge(maxResponseBytes);
+  }
+  const body = await readBody(run, response.body, maxResponseBytes);
+  const contentType = response.headers['content-type'];
+  return {
+    status: response.statusCode,
+    contentType: typeof contentType === 'string' ? contentType : undefined,
+    body: body.text,
+    bytes: body.bytes,
+    url: url.href,
+    redirects,
+  };
+}
+
+/**
+ * Reads a body chunk by chunk, and stops as soon as it passes `maxBytes`: a body that declared no
+ * length, or a false one, is bounded too.
+ */
+async function readBody(
+  run: FetchRun,
+  body: UndiciResponse['body'],
+  maxBytes: number,
+): Promise<{ text: string; bytes: number }> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  try {
+    for await (const chunk of body) {
+      bytes += (chunk as Buffer).length;
+      if (bytes > maxBytes) {
+        body.destroy();
+        throw tooLarge(maxBytes);
+      }
+      chunks.push(chunk as Buffer);
+    }
+  } catch (error) {
+    if (error instanceof ToolError) throw error;
+    if (run.callerSignal?.aborted) throw error;
+    throw new ToolError('The site stopped sending the response. Try again later.', {
+      effect: 'none',
+      cause: error,
+    });
+  }
+  return { text: Buffer.concat(chunks).toString('utf8'), bytes };
+}
+
+function timedOut(timeoutMs: number, cause: unknown): ToolError {
+  return new ToolError(`The site did not answer within ${timeoutMs} ms. Try again later.`, {
+    effect: 'none',
+    cause,
+  });
 }
 
 /** The caller's headers as lower-case name/value pairs, whatever form they came in. */

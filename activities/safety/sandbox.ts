@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { constants, existsSync } from 'node:fs';
+import { constants, existsSync, type Stats } from 'node:fs';
 import {
   type FileHandle,
   link,
@@ -39,6 +39,12 @@ export interface SandboxOptions {
    * exactly inside the race window and prove the swap is caught.
    */
   readonly beforeOpenForTests?: (directory: string) => Promise<void> | void;
+  /**
+   * Test hook: which implementation to use. Default: 'anchored' where `/proc/self/fd` exists
+   * (Linux), 'path-checked' elsewhere. Tests pick 'path-checked' on Linux too, so that the
+   * implementation other systems run is tested; 'anchored' works only where `/proc/self/fd` does.
+   */
+  readonly implementationForTests?: 'anchored' | 'path-checked';
 }
 
 /**
@@ -62,209 +68,258 @@ export function sandboxedPath(base: string, options: SandboxOptions = {}): Sandb
     realBasePromise ??= mkdir(base, { recursive: true }).then(() => realpath(base));
     return realBasePromise;
   };
+  const resolve = (relativePath: string) => resolveInside(realBase, relativePath);
+  const implementation = options.implementationForTests ?? (descriptorsAnchor ? 'anchored' : 'path-checked');
+  const operations =
+    implementation === 'anchored'
+      ? anchoredOperations({ realBase, options })
+      : pathCheckedOperations({ realBase, resolve, options });
+  return { base, resolve, readFile: operations.readFile, writeNewFile: operations.writeNewFile };
+}
 
-  const isInside = (root: string, candidate: string) => {
-    const path = relative(root, candidate);
-    // A name such as `..notes` is inside; only `..` itself or a `../` prefix leaves the root.
-    return path === '' || (path !== '..' && !path.startsWith(`..${sep}`) && !isAbsolute(path));
-  };
+/**
+ * A path that passed the lexical check, split into its parts below the sandbox's real folder. The
+ * check comes first: a refused path never makes the sandbox's folder.
+ */
+async function checkedParts(
+  realBase: () => Promise<string>,
+  relativePath: string,
+): Promise<{ root: string; parts: string[] }> {
+  const problem = relativePathProblem(relativePath);
+  if (problem) throw new ToolDenied(`Path refused: ${problem}.`);
+  const root = await realBase();
+  return { root, parts: relativePath.normalize('NFC').split('/') };
+}
 
-  async function resolve(relativePath: string): Promise<string> {
-    const problem = relativePathProblem(relativePath);
-    if (problem) throw new ToolDenied(`Path refused: ${problem}.`);
-    const root = await realBase();
-    const parts = relativePath.normalize('NFC').split('/');
-    let current = root;
-    // Walk every existing component with lstat: an intermediate symlink is refused, not followed.
+/** The absolute path for a relative one, checked against the file system as it is now. */
+async function resolveInside(realBase: () => Promise<string>, relativePath: string): Promise<string> {
+  const { root, parts } = await checkedParts(realBase, relativePath);
+  let current = root;
+  // Walk every existing component with lstat: an intermediate symlink is refused, not followed.
+  for (const part of parts) {
+    current = join(current, part);
+    const info = await lstat(current).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
+      // A name too long or a folder that may not be searched says so; ENOTDIR and the rest are a
+      // file where a folder should be. Nothing was touched yet.
+      throw fileSystemRefusal(error) ?? notAFolder();
+    });
+    if (!info) break;
+    if (info.isSymbolicLink()) throw new ToolDenied('Path refused: it passes through a symbolic link.');
+  }
+  const target = join(root, ...parts);
+  const deepestExisting = await deepestExistingAncestor(target);
+  const real = await realpath(deepestExisting).catch(() => {
+    throw new ToolDenied('Path refused: the folder changed while it was being checked.');
+  });
+  if (!isInside(root, real)) throw new ToolDenied('Path refused: it resolves outside the sandbox.');
+  return target;
+}
+
+function isInside(root: string, candidate: string): boolean {
+  const path = relative(root, candidate);
+  // A name such as `..notes` is inside; only `..` itself or a `../` prefix leaves the root.
+  return path === '' || (path !== '..' && !path.startsWith(`..${sep}`) && !isAbsolute(path));
+}
+
+async function deepestExistingAncestor(path: string): Promise<string> {
+  let current = path;
+  for (;;) {
+    try {
+      await lstat(current);
+      return current;
+    } catch {
+      const parent = dirname(current);
+      if (parent === current) return current;
+      current = parent;
+    }
+  }
+}
+
+async function stillReal(directory: string): Promise<boolean> {
+  return (await realpath(directory).catch(() => '')) === directory;
+}
+
+/**
+ * Creates the missing folders from `root` down to `directory` one level at a time. A recursive
+ * mkdir would follow a folder swapped for a symlink on the way and create empty folders outside the
+ * sandbox; here each folder, new or existing, must be a real folder still inside the sandbox (its
+ * realpath is its own path) before anything is created below it. On a refusal, the folders this
+ * call created are removed again, deepest first, and only if empty.
+ */
+async function createFolders(root: string, directory: string): Promise<void> {
+  const parts = relative(root, directory)
+    .split(sep)
+    .filter((part) => part !== '');
+  const created: string[] = [];
+  let current = root;
+  try {
     for (const part of parts) {
       current = join(current, part);
-      const info = await lstat(current).catch((error: NodeJS.ErrnoException) => {
-        if (error.code === 'ENOENT') return undefined;
-        // A name too long or a folder that may not be searched says so; ENOTDIR and the rest are a
-        // file where a folder should be. Nothing was touched yet.
-        throw fileSystemRefusal(error) ?? notAFolder();
-      });
-      if (!info) break;
-      if (info.isSymbolicLink()) throw new ToolDenied('Path refused: it passes through a symbolic link.');
+      const made = await mkdir(current).then(
+        () => true,
+        (error: NodeJS.ErrnoException) => {
+          if (error.code === 'EEXIST') return false;
+          if (error.code === 'ENOENT' || error.code === 'ELOOP') throw foldersChanged();
+          throw fileSystemRefusal(error) ?? notAFolder();
+        },
+      );
+      if (made) created.push(current);
+      const info = await lstat(current).catch(() => undefined);
+      if (!info || info.isSymbolicLink()) throw foldersChanged();
+      if (!info.isDirectory()) throw notAFolder();
+      if (!(await stillReal(current))) throw foldersChanged();
     }
-    const target = join(root, ...parts);
-    const deepestExisting = await deepestExistingAncestor(target);
-    const real = await realpath(deepestExisting).catch(() => {
-      throw new ToolDenied('Path refused: the folder changed while it was being checked.');
-    });
-    if (!isInside(root, real)) throw new ToolDenied('Path refused: it resolves outside the sandbox.');
-    return target;
+  } catch (error) {
+    for (const folder of created.reverse()) await rmdir(folder).catch(() => undefined);
+    throw error;
   }
+}
 
-  async function deepestExistingAncestor(path: string): Promise<string> {
-    let current = path;
-    for (;;) {
-      try {
-        await lstat(current);
-        return current;
-      } catch {
-        const parent = dirname(current);
-        if (parent === current) return current;
-        current = parent;
-      }
-    }
-  }
+/**
+ * Whether an open file is the one at `target`. O_NOFOLLOW guards only the last component, so a
+ * folder on the way swapped for a symlink after the check would open a file elsewhere. On Linux
+ * the kernel names the file behind a descriptor, and no later swap changes that name. Elsewhere
+ * the file now at the checked place must be the one opened.
+ */
+async function isOpenedAt(handle: FileHandle, target: string): Promise<boolean> {
+  const named = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+  if (named !== undefined) return named === target;
+  return isStillAt(target, await handle.stat(), (path) => lstat(path));
+}
 
-  async function stillReal(directory: string): Promise<boolean> {
-    return (await realpath(directory).catch(() => '')) === directory;
-  }
+/**
+ * Whether the file at `path`, reached through a folder that is still real before and after the
+ * look-up, is the same file (device and inode) as `opened`.
+ */
+async function isStillAt(
+  path: string,
+  opened: Stats,
+  lookUp: (path: string) => Promise<Stats>,
+): Promise<boolean> {
+  const directory = dirname(path);
+  if (!(await stillReal(directory))) return false;
+  const seen = await lookUp(path).catch(() => undefined);
+  if (!seen || seen.ino !== opened.ino || seen.dev !== opened.dev) return false;
+  return stillReal(directory);
+}
 
-  /**
-   * Creates the missing folders down to `directory` one level at a time. A recursive mkdir would
-   * follow a folder swapped for a symlink on the way and create empty folders outside the sandbox;
-   * here each folder, new or existing, must be a real folder still inside the sandbox (its realpath
-   * is its own path) before anything is created below it. On a refusal, the folders this call
-   * created are removed again, deepest first, and only if empty.
-   */
-  async function createFolders(directory: string): Promise<void> {
-    const root = await realBase();
-    const parts = relative(root, directory)
-      .split(sep)
-      .filter((part) => part !== '');
-    const created: string[] = [];
-    let current = root;
-    try {
-      for (const part of parts) {
-        current = join(current, part);
-        const made = await mkdir(current).then(
-          () => true,
-          (error: NodeJS.ErrnoException) => {
-            if (error.code === 'EEXIST') return false;
-            if (error.code === 'ENOENT' || error.code === 'ELOOP') throw foldersChanged();
-            throw fileSystemRefusal(error) ?? notAFolder();
-          },
-        );
-        if (made) created.push(current);
-        const info = await lstat(current).catch(() => undefined);
-        if (!info || info.isSymbolicLink()) throw foldersChanged();
-        if (!info.isDirectory()) throw notAFolder();
-        if (!(await stillReal(current))) throw foldersChanged();
-      }
-    } catch (error) {
-      for (const folder of created.reverse()) await rmdir(folder).catch(() => undefined);
-      throw error;
-    }
-  }
-
-  /**
-   * Whether an open file is the one at `target`. O_NOFOLLOW guards only the last component, so a
-   * folder on the way swapped for a symlink after the check would open a file elsewhere. On Linux
-   * the kernel names the file behind a descriptor, and no later swap changes that name. Elsewhere
-   * the file now at the checked place, reached through a folder that is still real before and
-   * after the look-up, must be the same file (device and inode) as the one opened.
-   */
-  async function isOpenedAt(handle: FileHandle, target: string): Promise<boolean> {
-    const named = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
-    if (named !== undefined) return named === target;
-    const directory = dirname(target);
-    const opened = await handle.stat();
-    if (!(await stillReal(directory))) return false;
-    const seen = await lstat(target).catch(() => undefined);
-    if (!seen || seen.ino !== opened.ino || seen.dev !== opened.dev) return false;
-    return stillReal(directory);
-  }
-
-  if (descriptorsAnchor) {
-    const anchored = anchoredOperations({ realBase, options });
-    return { base, resolve, readFile: anchored.readFile, writeNewFile: anchored.writeNewFile };
-  }
-
+/** Reads and writes that check paths before and after each step (systems without /proc/self/fd). */
+function pathCheckedOperations(context: {
+  readonly realBase: () => Promise<string>;
+  readonly resolve: (relativePath: string) => Promise<string>;
+  readonly options: SandboxOptions;
+}): Pick<Sandbox, 'readFile' | 'writeNewFile'> {
   return {
-    base,
-    resolve,
     async readFile(relativePath, readOptions = {}) {
-      const target = await resolve(relativePath);
-      await options.beforeOpenForTests?.(dirname(target));
-      // O_NONBLOCK: opening a named pipe must not wait for a writer; it is refused below.
-      const handle = await open(
-        target,
-        constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
-      ).catch((error: NodeJS.ErrnoException) => {
-        if (error.code === 'ELOOP') throw new ToolDenied('Path refused: it is a symbolic link.');
-        if (error.code === 'ENOENT') throw new ToolDenied('No such file in the sandbox.');
-        if (error.code === 'ENOTDIR') throw notAFolder();
-        throw fileSystemRefusal(error) ?? error;
-      });
+      const target = await context.resolve(relativePath);
+      await context.options.beforeOpenForTests?.(dirname(target));
+      const handle = await openForReading(target);
       try {
         // Checked before a byte is read: a swap after the check must not read a file elsewhere.
         if (!(await isOpenedAt(handle, target))) {
           throw new ToolDenied('Path refused: the folder changed while the file was being opened.');
         }
-        const info = await handle.stat();
-        if (!info.isFile()) {
-          throw new ToolDenied('Path refused: it is a folder or a special file, not a file. Name a file.');
-        }
-        const maxBytes = readOptions.maxBytes ?? 1024 * 1024;
-        if (info.size > maxBytes) throw new ToolDenied(`The file is larger than ${maxBytes} bytes.`);
-        return await handle.readFile({ encoding: 'utf8' });
+        return await readRegularFile(handle, readOptions.maxBytes);
       } finally {
         await handle.close();
       }
     },
     async writeNewFile(relativePath, content, writeOptions = {}) {
-      const target = await resolve(relativePath);
+      const target = await context.resolve(relativePath);
       const directory = dirname(target);
-      await createFolders(directory);
+      await createFolders(await context.realBase(), directory);
       // Checked again right before the open; this also covers a file directly in the sandbox, where
       // createFolders walked no folder.
       if (!(await stillReal(directory))) throw folderChanged();
-      await options.beforeOpenForTests?.(directory);
+      await context.options.beforeOpenForTests?.(directory);
       const temporary = join(directory, `.tg-${randomUUID()}.tmp`);
-      // Any failure to open (the folder vanished or became a link) happens before content exists.
-      const handle = await open(
-        temporary,
-        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-        0o640,
-      ).catch((error: NodeJS.ErrnoException) => {
-        throw fileSystemRefusal(error) ?? folderChanged();
-      });
-      // The file just opened must be the one at the checked place: reached through a folder that is
-      // still real, before and after looking it up. Checked before any content is written.
-      const opened = await handle.stat();
-      const isOurs = async () => {
-        if (!(await stillReal(directory))) return false;
-        const seen = await stat(temporary).catch(() => undefined);
-        if (!seen || seen.ino !== opened.ino || seen.dev !== opened.dev) return false;
-        return stillReal(directory);
-      };
-      try {
-        if (!(await isOurs())) throw folderChanged();
-        await handle.writeFile(content, { signal: writeOptions.signal });
-        await handle.sync();
-        if (!(await isOurs())) throw folderChanged();
-      } catch (error) {
-        await handle.close();
-        await rm(temporary, { force: true }).catch(() => undefined);
-        throw error;
-      }
-      await handle.close();
-      try {
-        // link() fails if the name exists, so a report is never overwritten and never half-written.
-        // Both names go through the same folder: if it was swapped after the last check, the
-        // temporary file is not there and link fails with ENOENT instead of writing outside.
-        await link(temporary, target);
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code === 'EEXIST') {
-          throw new ToolDenied('A file with that name already exists; choose a new name.');
-        }
-        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') throw folderChanged();
-        // Nothing was created under the target name, so the effect is known to be none.
-        throw new ToolError('The file could not be written. Try again later.', {
-          effect: 'none',
-          cause: error,
-        });
-      } finally {
-        await rm(temporary, { force: true }).catch(() => undefined);
-      }
+      await writeTemporary(temporary, content, writeOptions.signal);
+      await linkTemporary(temporary, target);
       return target;
     },
   };
+}
+
+/**
+ * Writes `content` to a new temporary file at `temporary`, by path, and makes sure the file written
+ * is the one at the checked place; on any failure the temporary file is removed again.
+ */
+async function writeTemporary(
+  temporary: string,
+  content: string,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  // Any failure to open (the folder vanished or became a link) happens before content exists.
+  const handle = await open(
+    temporary,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    0o640,
+  ).catch((error: NodeJS.ErrnoException) => {
+    throw fileSystemRefusal(error) ?? folderChanged();
+  });
+  // The file just opened must be the one at the checked place: reached through a folder that is
+  // still real, before and after looking it up. Checked before any content is written.
+  const opened = await handle.stat();
+  const isOurs = () => isStillAt(temporary, opened, (path) => stat(path));
+  try {
+    if (!(await isOurs())) throw folderChanged();
+    await handle.writeFile(content, { signal });
+    await handle.sync();
+    if (!(await isOurs())) throw folderChanged();
+  } catch (error) {
+    await handle.close();
+    await rm(temporary, { force: true }).catch(() => undefined);
+    throw error;
+  }
+  await handle.close();
+}
+
+/** Gives the written temporary file its name, never over an existing file; then removes the temporary name. */
+async function linkTemporary(temporary: string, target: string): Promise<void> {
+  try {
+    // link() fails if the name exists, so a report is never overwritten and never half-written.
+    // Both names go through the same folder: if it was swapped after the last check, the
+    // temporary file is not there and link fails with ENOENT instead of writing outside.
+    await link(temporary, target);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') {
+      throw new ToolDenied('A file with that name already exists; choose a new name.');
+    }
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') throw folderChanged();
+    // Nothing was created under the target name, so the effect is known to be none.
+    throw new ToolError('The file could not be written. Try again later.', {
+      effect: 'none',
+      cause: error,
+    });
+  } finally {
+    await rm(temporary, { force: true }).catch(() => undefined);
+  }
+}
+
+// O_NONBLOCK: opening a named pipe must not wait for a writer; it is refused by readRegularFile.
+const readFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/** Opens a file to read it, never through a symlink as its last part; refusals the model can act on. */
+function openForReading(path: string): Promise<FileHandle> {
+  return open(path, readFlags).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ELOOP') throw new ToolDenied('Path refused: it is a symbolic link.');
+    if (error.code === 'ENOENT') throw new ToolDenied('No such file in the sandbox.');
+    if (error.code === 'ENOTDIR') throw notAFolder();
+    throw fileSystemRefusal(error) ?? error;
+  });
+}
+
+/** The text of an open file, if it is a regular file no larger than `maxBytes` (default 1 MiB). */
+async function readRegularFile(handle: FileHandle, maxBytesOption: number | undefined): Promise<string> {
+  const info = await handle.stat();
+  if (!info.isFile()) {
+    throw new ToolDenied('Path refused: it is a folder or a special file, not a file. Name a file.');
+  }
+  const maxBytes = maxBytesOption ?? 1024 * 1024;
+  if (info.size > maxBytes) throw new ToolDenied(`The file is larger than ${maxBytes} bytes.`);
+  return await handle.readFile({ encoding: 'utf8' });
 }
 
 /** Whether this system names an open descriptor's file under /proc/self/fd (Linux). */
@@ -358,10 +413,7 @@ function anchoredOperations(context: {
   readonly options: SandboxOptions;
 }): Pick<Sandbox, 'readFile' | 'writeNewFile'> {
   const split = async (relativePath: string) => {
-    const problem = relativePathProblem(relativePath);
-    if (problem) throw new ToolDenied(`Path refused: ${problem}.`);
-    const root = await context.realBase();
-    const parts = relativePath.normalize('NFC').split('/');
+    const { root, parts } = await checkedParts(context.realBase, relativePath);
     return { root, folders: parts.slice(0, -1), name: parts.at(-1)!, target: join(root, ...parts) };
   };
   return {
@@ -370,29 +422,14 @@ function anchoredOperations(context: {
       const { folders } = await openFolders(path.root, path.folders, false);
       try {
         await context.options.beforeOpenForTests?.(dirname(path.target));
-        // O_NONBLOCK: opening a named pipe must not wait for a writer; it is refused below.
-        const handle = await open(
-          inFolder(folders.at(-1)!, path.name),
-          constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
-        ).catch((error: NodeJS.ErrnoException) => {
-          if (error.code === 'ELOOP') throw new ToolDenied('Path refused: it is a symbolic link.');
-          if (error.code === 'ENOENT') throw new ToolDenied('No such file in the sandbox.');
-          if (error.code === 'ENOTDIR') throw notAFolder();
-          throw fileSystemRefusal(error) ?? error;
-        });
+        const handle = await openForReading(inFolder(folders.at(-1)!, path.name));
         try {
           // The folders may have been moved since they were opened: read only from a folder that
           // is, now that the file is open, still at the checked place.
           if ((await placeOf(folders.at(-1)!)) !== dirname(path.target)) {
             throw new ToolDenied('Path refused: the folder changed while the file was being opened.');
           }
-          const info = await handle.stat();
-          if (!info.isFile()) {
-            throw new ToolDenied('Path refused: it is a folder or a special file, not a file. Name a file.');
-          }
-          const maxBytes = readOptions.maxBytes ?? 1024 * 1024;
-          if (info.size > maxBytes) throw new ToolDenied(`The file is larger than ${maxBytes} bytes.`);
-          return await handle.readFile({ encoding: 'utf8' });
+          return await readRegularFile(handle, readOptions.maxBytes);
         } finally {
           await handle.close();
         }

