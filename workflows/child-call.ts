@@ -171,9 +171,9 @@ function childPrepareOptions(options: ChildCallOptions): PrepareCallOptions {
     ...(options.limits ? { limits: options.limits } : {}),
     unique: uuid4(),
     ...(options.gateProtocol !== undefined ? { protocol: options.gateProtocol } : {}),
-    // As the client does, a name longer than any tool's starts nothing. Before this patch such a
-    // name started a child that the allowlist denied, so agent workflows recorded then replay that
-    // way. patched() is asked only for such names, so no other history gains a marker.
+    // As the client does, a name longer than any tool's starts nothing. Histories recorded without
+    // this patch started a child for such a name, which the allowlist denied, and replay that way.
+    // patched() is asked only for such names, so no other history gains a marker.
     refuseLongToolName: () => patched(childRefusesLongToolNamePatch),
   };
 }

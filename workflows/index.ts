@@ -27,12 +27,11 @@ export type {
 } from './child-call.ts';
 export {
   callToolAsChild,
-  childRefusesLongToolNamePatch,
   duplicateCallFailureType,
   startToolCallChild,
 } from './child-call.ts';
 export { decisionSignal, recordQuery } from './messages.ts';
 export type { ToolCallRequest, ToolCallWorkflowOptions } from './tool-call.ts';
-export { createToolCallWorkflow, decisionsQueuedAtExpiryPatch } from './tool-call.ts';
+export { createToolCallWorkflow } from './tool-call.ts';
 export type { ToolUndoRequest, ToolUndoResult } from './tool-undo.ts';
 export { createToolUndoWorkflow } from './tool-undo.ts';

@@ -75,9 +75,10 @@ export const decisionsQueuedAtExpiryPatch = 'decisions-queued-at-expiry';
 export const keyRuleAfterGatesPatch = 'key-rule-after-gates';
 
 /**
- * The patch under which only a decision that counts uses up its nonce: a refused one (unsigned,
- * badly signed, from a non-approver) no longer takes the nonce a valid decision then carries. Set
- * in the first workflow task of approval-tier calls.
+ * The patch under which only a decision that counts uses up its nonce, so a refused one (unsigned,
+ * badly signed, from a non-approver) cannot take the nonce a valid decision then carries. Histories
+ * without it replay with every decision using its nonce. Set in the first workflow task of
+ * approval-tier calls.
  */
 export const nonceUsedWhenCountedPatch = 'nonce-used-when-counted';
 

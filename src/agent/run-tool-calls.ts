@@ -112,7 +112,7 @@ const defaultConcurrency = 4;
 /**
  * The `maxConcurrency` option as a number of lanes: the default when unset, a whole number of at
  * least 1 otherwise. NaN, Infinity or a value below 1 is a mistake in the caller's set-up, so it
- * throws before any call starts (NaN used to give no lanes at all, and the turn's calls never ran).
+ * throws before any call starts (NaN would give no lanes at all, and the turn's calls would never run).
  */
 export function concurrencyLimit(value: number | undefined, fallback = defaultConcurrency): number {
   if (value === undefined) return fallback;

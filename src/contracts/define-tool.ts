@@ -46,7 +46,7 @@ export interface DefineToolOptions<Schema extends z.ZodType> {
    * The arguments' schema: a `z.strictObject(...)`, or a function that builds it. A function is
    * called the first time the schema is needed, then never again. Use it in large catalogs: every
    * workflow evaluates the catalog's module anew, so eager schemas cost every call the building of
-   * every tool's schema (30-40 µs each), where a lazy one costs only the tool called.
+   * every tool's schema, where a lazy one costs only the tool called.
    */
   readonly input: Schema | (() => Schema);
   readonly output?: z.ZodType;

@@ -40,10 +40,8 @@ export {
   CallEffect,
   CallStatus,
   isTerminalStatus,
-  releasedFailureType,
   terminalStatuses,
 } from './call-record.ts';
-export { canonicalJson } from './canonical-json.ts';
 export type {
   DefineToolOptions,
   ToolApprovalSettings,
@@ -52,7 +50,7 @@ export type {
   ToolRetryOptions,
 } from './define-tool.ts';
 export { createCatalog, defineTool, lookupTool } from './define-tool.ts';
-export { callFingerprint, sha256Hex } from './fingerprint.ts';
+export { callFingerprint } from './fingerprint.ts';
 export type { PayloadLimits } from './limits.ts';
 export { checkInputLimits, defaultPayloadLimits } from './limits.ts';
 export type { CallRequest } from './prepare-call.ts';

@@ -56,9 +56,9 @@ export const leanGatesProtocol = 2;
  * arguments are checked where admission runs, outside the workflow, against the worker's catalog:
  * for a readonly call by its execution activity (`checkAndRunTool`), for other tiers by the
  * `admitCall` local activity. The workflow branches on the recorded verdict, so a release that
- * tightens a schema no longer breaks the replay of calls that are open under it, and the workflow
+ * tightens a schema cannot break the replay of calls that are open under it, and the workflow
  * builds no schema (unless the worker's activities know no contract for the tool: then it
- * validates itself, as before). Same gates, same order, same outcomes; the execution activity has
+ * validates itself, as protocol 2 does). Same gates, same order, same outcomes; the execution activity has
  * a new type, and an invalid readonly call needs no admission marker.
  */
 export const recordedValidationProtocol = 3;

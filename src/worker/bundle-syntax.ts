@@ -12,7 +12,7 @@ type WebpackRules = NonNullable<NonNullable<WebpackConfig['module']>['rules']>;
  * sandbox every read of a global goes through the V8 context's interceptor, which is many times
  * slower than outside it, and toolgate's gates, the catalog's `defineTool` calls (run for every
  * workflow) and the records they build are full of spreads. Workers run on Node 20 or later, which
- * runs ES2022 as it is, so nothing is gained by lowering it. Measured in docs/benchmarks.md (round 17).
+ * runs ES2022 as it is, so nothing is gained by lowering it.
  */
 export const workflowSyntaxTarget = 'es2022';
 

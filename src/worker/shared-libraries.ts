@@ -4,8 +4,8 @@ import { modulePath } from '../support/module-path.ts';
 
 /**
  * Bundler options that load zod, the hash and toolgate's own workflow code once per workflow thread
- * instead of once per workflow. Measured: about 4 ms less worker CPU per call for zod and the hash
- * (round 3), and about 0.4 ms less for toolgate's workflow modules (round 7; docs/benchmarks.md).
+ * instead of once per workflow: loading them anew for each workflow costs every call worker CPU
+ * (docs/benchmarks.md).
  * What sharing asks of workflow code is written in `workflows/shared-libraries.ts`.
  *
  * The catalog is not shared: it is the user's module, its zod schemas keep lazy state that a frozen
