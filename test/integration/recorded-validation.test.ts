@@ -57,8 +57,13 @@ describe('validation recorded in history (gate protocol 3)', () => {
     expect(record.approval).toBeUndefined();
     const events = await eventTypes(record.callId);
     // The verdict is the admission marker's; no activity was scheduled. (An approval-tier call's
-    // first task also sets the `decisions-queued-at-expiry` patch marker.)
-    expect(await markerNames(harness.temporal, record.callId)).toEqual(['core_patch', 'core_local_activity']);
+    // first task also sets two patch markers: `decisions-queued-at-expiry` and
+    // `nonce-used-when-counted`.)
+    expect(await markerNames(harness.temporal, record.callId)).toEqual([
+      'core_patch',
+      'core_patch',
+      'core_local_activity',
+    ]);
     expect(events).not.toContain('activityTaskScheduledEventAttributes');
   });
 
