@@ -2,16 +2,11 @@ import { z } from 'zod';
 import { createCatalog, defineTool } from '../src/contracts/define-tool.ts';
 
 /**
- * The benchmark's tools. Every readonly variant (A, B, C, C-E, C-fast, D, D′) runs the same tool
+ * The benchmark's tools. Every readonly variant (A, B, B-twin, C, C-fast, D) runs the same tool
  * body, so the only difference between variants is the path a call takes to reach it.
  */
 /** Lazy (see `defineTool`): a workflow builds only the schema of the tool it runs. */
-const readInput = () =>
-  z.strictObject({
-    item: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
-    /** Keeps a call running for a while, so a duplicate can join it (variant D′). 0 elsewhere. */
-    holdMs: z.number().int().min(0).max(10_000),
-  });
+const readInput = () => z.strictObject({ item: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) });
 
 /** The arguments of every readonly bench tool, and of B's activity. */
 export type BenchReadInput = z.infer<ReturnType<typeof readInput>>;
@@ -33,14 +28,6 @@ export const benchReadFast = defineTool({
   fastPath: true,
 });
 
-export const benchWrite = defineTool({
-  name: 'bench_write',
-  description: 'Benchmark irreversible tool: records one write in memory.',
-  input: readInput,
-  tier: 'irreversible',
-  timeoutMs: 15_000,
-});
-
 export const benchTransfer = defineTool({
   name: 'bench_transfer',
   description: 'Benchmark approval-tier tool, shaped like transfer_funds; waits for a human.',
@@ -60,6 +47,6 @@ export const benchTransfer = defineTool({
   idempotencyKey: (input) => `bench-transfer-${input.reference}`,
 });
 
-export const benchCatalog = createCatalog([benchRead, benchReadFast, benchWrite, benchTransfer]);
+export const benchCatalog = createCatalog([benchRead, benchReadFast, benchTransfer]);
 
-export const benchToolNames = [benchRead.name, benchReadFast.name, benchWrite.name, benchTransfer.name];
+export const benchToolNames = [benchRead.name, benchReadFast.name, benchTransfer.name];

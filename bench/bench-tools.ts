@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { implementTool, type ToolImplementation } from '../activities/tool-implementation.ts';
 import type { CallContext } from '../src/contracts/call-record.ts';
 import { checkInput, lookupTool } from '../src/contracts/define-tool.ts';
@@ -12,7 +11,6 @@ import {
   benchReadFast,
   benchToolNames,
   benchTransfer,
-  benchWrite,
 } from './bench-catalog.ts';
 
 /** Counts every execution of a bench tool body, so a benchmark can prove that nothing ran. */
@@ -20,10 +18,9 @@ export interface ExecutionCounter {
   count: number;
 }
 
-/** The one tool body every variant runs: a small object back, optionally after a hold. */
+/** The one tool body every variant runs: a small object back. */
 export async function benchToolBody(input: BenchReadInput, counter: ExecutionCounter) {
   counter.count++;
-  if (input.holdMs > 0) await sleep(input.holdMs);
   return { item: input.item, value: 42, unit: 'widgets' };
 }
 
@@ -32,7 +29,6 @@ export function createBenchTools(counter: ExecutionCounter): ToolImplementation[
   return [
     implementTool(benchRead, body),
     implementTool(benchReadFast, body),
-    implementTool(benchWrite, body),
     implementTool(benchTransfer, async ({ input }) => {
       counter.count++;
       return { transferred: input.amountCents, reference: input.reference };

@@ -1,21 +1,12 @@
 /**
- * The order in which the variants run their blocks, one round (every variant once) per repetition
- * and condition.
- *
- * - `shuffled` (the default): each round is a fresh random permutation, drawn from a seeded
- *   generator, so a run can be repeated in the same order with `--seed`. No variant keeps a
- *   neighbour: what one block leaves behind on the server (timers that fire about 10 s later,
- *   history and visibility writes still in flight) falls on every variant alike, on average.
- * - `rotated`: the order of the first round, rotated by one position per round. Every variant
- *   keeps the same predecessor in every round (B always ran right after A), which is how the bench
- *   ordered its blocks until round 10; kept to compare against earlier runs.
+ * The order in which the variants run their blocks: one round (every variant once) per repetition
+ * and condition, each round a fresh random permutation drawn from a seeded generator. No variant
+ * keeps a neighbour, so what one block leaves behind on the server (timers that fire about 10 s
+ * later, history and visibility writes still in flight) falls on every variant alike, on average;
+ * and the seed, which every run records, repeats a run's order with `--seed`.
  */
-export const blockOrderKinds = ['shuffled', 'rotated'] as const;
-export type BlockOrderKind = (typeof blockOrderKinds)[number];
-
 export interface BlockOrder {
-  readonly kind: BlockOrderKind;
-  /** The generator's seed (an unsigned 32-bit integer). Ignored by `rotated`. */
+  /** The generator's seed (an unsigned 32-bit integer). */
   readonly seed: number;
 }
 
@@ -25,17 +16,10 @@ export function freshSeed(): number {
 }
 
 /**
- * Returns a function that gives the order of each successive round. The same items and order give
+ * Returns a function that gives the order of each successive round. The same items and seed give
  * the same sequence of rounds, so a run's order can be reproduced from its recorded seed.
  */
 export function blockRounds<T>(items: readonly T[], order: BlockOrder): () => T[] {
-  if (order.kind === 'rotated') {
-    let round = 0;
-    return () => {
-      const shift = round++ % items.length;
-      return [...items.slice(shift), ...items.slice(0, shift)];
-    };
-  }
   const next = seededUniform(order.seed);
   return () => {
     // Fisher-Yates, back to front: every permutation is equally likely.
@@ -51,7 +35,7 @@ export function blockRounds<T>(items: readonly T[], order: BlockOrder): () => T[
 /**
  * A small seeded generator of numbers in [0, 1): a 32-bit state advanced by a Weyl step (adding an
  * odd constant, the golden ratio's fraction) and scrambled by multiply-xorshift rounds with the
- * constants of MurmurHash3's 32-bit finaliser. Far more than ordering a dozen blocks needs; the
+ * constants of MurmurHash3's 32-bit finaliser. Far more than ordering a few blocks needs; the
  * point is that it is reproducible, which Math.random is not.
  */
 function seededUniform(seed: number): () => number {

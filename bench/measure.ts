@@ -17,8 +17,6 @@ export interface OperationOutcome {
   readonly workflowId?: string;
   /** Whether the server started the workflow eagerly on this process's worker. */
   readonly eagerlyStarted?: boolean;
-  /** Overrides the measured latency when only part of the operation is the thing measured (D′). */
-  readonly latencyMicroseconds?: number;
 }
 
 export type Operation = (sequence: number) => Promise<OperationOutcome>;
@@ -67,8 +65,7 @@ async function timed(
     // An open-loop call can leave up to a millisecond before its scheduled arrival (timers fire on
     // whole milliseconds); its latency then counts from when it left, never from after that.
     const from = Math.min(startedAt, calledAt);
-    const latency = outcome.latencyMicroseconds ?? Math.max(1, Math.round((returnedAt - from) * 1000));
-    tally.histogram.recordValue(latency);
+    tally.histogram.recordValue(Math.max(1, Math.round((returnedAt - from) * 1000)));
     tally.operations++;
     if (outcome.eagerlyStarted !== undefined) {
       tally.eagerRequested++;
@@ -168,17 +165,8 @@ export function residentMegabytes(pid: number): number | undefined {
 
 /** User plus system CPU time of a process in milliseconds, from /proc/<pid>/stat (100 ticks/s). */
 export function cpuMilliseconds(pid: number): number | undefined {
-  return statCpuMilliseconds(`/proc/${pid}/stat`);
-}
-
-/** The same for one thread of this process, from /proc/self/task/<tid>/stat. */
-export function threadCpuMilliseconds(tid: number): number | undefined {
-  return statCpuMilliseconds(`/proc/self/task/${tid}/stat`);
-}
-
-function statCpuMilliseconds(path: string): number | undefined {
   try {
-    const stat = readFileSync(path, 'utf8');
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name may hold spaces, so count fields from the closing parenthesis.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const userTicks = Number(fields[11]);

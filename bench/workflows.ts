@@ -1,11 +1,11 @@
 /**
- * The benchmark's toolgate workflows module (the toolgate worker's workflowsPath). Variant B runs
- * on a worker of its own (bare-workflows.ts).
+ * The benchmark's toolgate workflows module (the toolgate worker's workflowsPath). Variants B and
+ * B-twin run on a worker of their own (bare-workflows.ts).
  */
 import { createToolCallWorkflow } from '../workflows/tool-call.ts';
 import { benchCatalog } from './bench-catalog.ts';
 
-/** Variants C, C-E, C-fast, D, D′ and I: a toolgate call over the bench catalog. */
+/** Variants C, C-fast and D, and the waiting phase's calls: a toolgate call over the bench catalog. */
 export const toolCall = createToolCallWorkflow(benchCatalog);
 
 /**

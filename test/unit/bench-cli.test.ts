@@ -24,10 +24,8 @@ describe('npm run bench, its options', () => {
       '--concurrency',
       '--output-name',
       '--cpu-profile',
-      '--order',
       '--seed',
-      '--busy-ms',
-      '--waiting-bare',
+      '--waiting-prefill',
       '--open-seconds',
     ]) {
       expect(stdout).toContain(option);
@@ -36,22 +34,19 @@ describe('npm run bench, its options', () => {
   });
 
   it.each([
-    [['--variants', 'B,X'], /there is no variant "X"; the variants are A, B, B-E/],
+    [['--variants', 'B,B-idx'], /there is no variant "B-idx"; the variants are A, B, B-twin, C, C-fast, D$/m],
     [['--concurrency', '4,0'], /--concurrency "0" is not a positive whole number/],
     [['--worker-tuning', '{oops'], /--worker-tuning is not JSON/],
     [['--output-name', '../escape'], /--output-name "..\/escape": use 1-64 letters/],
     [['--phase', 'both'], /use all, latency or waiting/],
-    [['--order', 'sorted'], /--order "sorted": use shuffled or rotated/],
     [['--seed=-1'], /--seed "-1": use a whole number from 0 to 4294967295/],
     [['--seed', '4294967296'], /--seed "4294967296": use a whole number/],
-    [['--busy-ms', '1,2'], /--busy-ms "1,2": give three numbers of milliseconds from 0 to 50/],
-    [['--busy-ms', '1,x,1'], /--busy-ms "1,x,1": give three numbers/],
-    [
-      ['--waiting-bare', 'B,C'],
-      /--waiting-bare: "C" cannot be measured in the waiting phase; use some of B, B-twin, B-idx, or none/,
-    ],
+    [['--waiting-prefill', '1.5'], /--waiting-prefill "1.5" is not a positive whole number/],
     [['--open-seconds', '0'], /--open-seconds "0" is not a positive number/],
     [['--bogus'], /Unknown option '--bogus'/],
+    // The options of removed variants and diagnostics are gone, not ignored.
+    [['--busy-ms', '1,1,1'], /Unknown option '--busy-ms'/],
+    [['--order', 'rotated'], /Unknown option '--order'/],
   ])('refuses %j with exit 2 and says what to do', (args, message) => {
     const { status, stderr } = bench(...args);
     expect(status).toBe(2);

@@ -139,7 +139,7 @@ describe('splitting a call by its history', () => {
         { variant: 'C', condition: 'c1', calls: 30, meanMs: meanMs(21.5) },
         { variant: 'B', condition: 'c1', calls: 30, meanMs: meanMs(19.25) },
         {
-          variant: 'B-idx',
+          variant: 'B-twin',
           condition: 'c1',
           calls: 28,
           skipped: 2,
@@ -149,7 +149,7 @@ describe('splitting a call by its history', () => {
     });
     expect(markdown).toContain('## Where the time goes');
     // A difference that rounds to zero reads +0.00, whichever side of zero it was on.
-    expect(markdown).toContain('| B-idx | 28 (2 not split) | 1.00 (+0.00) | 2.00 (+0.00) | 13.25 (+0.00) |');
+    expect(markdown).toContain('| B-twin | 28 (2 not split) | 1.00 (+0.00) | 2.00 (+0.00) | 13.25 (+0.00) |');
     expect(markdown).toContain('| B | 30 | 1.00 | 2.00 | 13.25 | 2.00 | 0.00 | 1.00 | 19.25 |');
     expect(markdown).toContain(
       '| C | 30 | 1.00 (+0.00) | 2.00 (+0.00) | 15.50 (+2.25) | 2.00 (+0.00) | 0.00 (+0.00) | 1.00 (+0.00) | 21.50 (+2.25) |',
