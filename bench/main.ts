@@ -489,7 +489,8 @@ async function main(): Promise<number> {
   const results = assembleResults(measured.base, measured.phases, { startedAt, digest });
   await writeResults(results);
   for (const target of results.targets) {
-    log(`${verdict(target)} ${target.target}: ${target.measured}${target.holds ? '' : missNote(target)}`);
+    // The note goes before the cells, which it is about all together, not after the last one.
+    log(`${verdict(target)} ${target.target}${target.holds ? '' : missNote(target)}: ${target.measured}`);
   }
   if (results.incomplete.length > 0) {
     log(`NOT every variant completed:\n  ${results.incomplete.join('\n  ')}`);

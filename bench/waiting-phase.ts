@@ -152,7 +152,7 @@ class WaitingPhase {
     });
   }
 
-  /** Until visibility counts `expected` calls awaiting approval. */
+  /** Waits until visibility counts `expected` calls awaiting approval. */
   private async waitForAwaiting(expected: number): Promise<void> {
     const query = `TaskQueue = "${this.environment.taskQueue}" AND CallStatus = "awaiting_approval"`;
     const deadline = Date.now() + 600_000;
