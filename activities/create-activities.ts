@@ -5,6 +5,7 @@
  */
 import type { KeyObject } from 'node:crypto';
 import { Context } from '@temporalio/activity';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import {
   type AdmitDecision,
   type RunToolRequest,
@@ -18,8 +19,10 @@ import { defaultPayloadLimits, type PayloadLimits } from '../src/contracts/limit
 import {
   type Admission,
   type AdmissionGate,
-  admitRequestOf,
   createAdmission,
+  type GateContext,
+  type GateRequest,
+  gateRequestOf,
   type ToolPolicy,
 } from './admission.ts';
 import { verifySignedDecision } from './decision-verifier.ts';
@@ -27,7 +30,7 @@ import { type ExecutorSettings, execute, type OperatorLogger } from './executor.
 import { failure, notAllowedMessage } from './failures.ts';
 import type { CompensationImplementation, ToolImplementation } from './tool-implementation.ts';
 
-export type { AdmissionGate, ToolPolicy } from './admission.ts';
+export type { AdmissionGate, GateContext, GateRequest, ToolPolicy } from './admission.ts';
 export { verifySignedDecision } from './decision-verifier.ts';
 export type { OperatorLogger } from './executor.ts';
 
@@ -58,6 +61,8 @@ interface Worker {
   readonly contracts: ReadonlyMap<string, ToolContract>;
   readonly executor: ExecutorSettings;
   readonly logger: () => OperatorLogger;
+  /** Where the load gates keep their state: the current activity's client and task queue. */
+  readonly gateContext: () => GateContext;
 }
 
 /**
@@ -71,6 +76,18 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
     admission: createAdmission(options.policy, options.admissionGates ?? []),
     contracts: contractsOf(options),
     logger,
+    gateContext: () => {
+      const context = Context.current();
+      // Read only by a gate that keeps state in the cluster: the activity's client is there only
+      // on a worker with a connection.
+      return {
+        get client() {
+          return context.client;
+        },
+        taskQueue: context.info.taskQueue,
+        logger: logger(),
+      };
+    },
     executor: {
       implementations: new Map(options.tools.map((tool) => [tool.contract.name, tool])),
       compensations: new Map(
@@ -82,9 +99,9 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
     },
   };
   return {
-    admitCall: async (request) => admitCall(worker, request),
+    admitCall: (request) => admitCall(worker, request),
     async releaseCall(request) {
-      worker.admission.release(request);
+      await worker.admission.release(request, worker.gateContext());
     },
     async verifyDecision(request) {
       return verifySignedDecision(request, options.approvalPublicKeys, decisionMaxAgeMs);
@@ -92,7 +109,51 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
     runTool: (request) =>
       admitAndRun(worker, request, (admitted) => execute(worker.executor, admitted, Context.current())),
     checkAndRunTool: (request) => admitAndRun(worker, request, (admitted) => checkAndRun(worker, admitted)),
+    closedCalls: (request) => closedCalls(request.callIds),
   };
+}
+
+/**
+ * Which of these calls have closed. A call whose workflow cannot be found has closed too (its
+ * history was deleted), so it holds nothing.
+ */
+async function closedCalls(callIds: readonly string[]): Promise<{ closed: string[] }> {
+  const client = Context.current().client;
+  const states = await Promise.all(
+    callIds.map((callId) =>
+      client.workflow
+        .getHandle(callId)
+        .describe()
+        .then(
+          (description) => description.status.name !== 'RUNNING',
+          (error: unknown) => {
+            if (error instanceof WorkflowNotFoundError) return true;
+            throw error;
+          },
+        ),
+    ),
+  );
+  return { closed: callIds.filter((_, index) => states[index]) };
+}
+
+/**
+ * The longest a call may hold a concurrency slot: its approval wait (approval tier), then every
+ * attempt of its tool with the backoff between them, and a minute's grace. A tool this worker does
+ * not know gets an hour.
+ */
+function leaseFor(worker: Worker, request: { readonly tool: string; readonly tier: string }): number {
+  const contract = worker.contracts.get(request.tool);
+  if (!contract) return 60 * 60 * 1000;
+  const approvalMs =
+    request.tier === 'approval'
+      ? (worker.admission.approvalOverride(request.tool)?.expiresAfterMs ??
+        contract.approval?.expiresAfterMs ??
+        0)
+      : 0;
+  // Zero attempts is Temporal's "no limit"; a lease still needs an end.
+  const attempts = Math.min(contract.retry.maximumAttempts || 100, 100);
+  const perAttemptMs = contract.timeoutMs + contract.retry.maximumIntervalMs;
+  return approvalMs + attempts * perAttemptMs + 60_000;
 }
 
 /**
@@ -114,9 +175,13 @@ function contractsOf(options: CreateActivitiesOptions): Map<string, ToolContract
 }
 
 /** The admission local activity: the allowlist and load gates, and from protocol 3 the arguments. */
-function admitCall(worker: Worker, request: Parameters<ToolgateActivities['admitCall']>[0]): AdmitDecision {
-  const gateRequest = admitRequestOf(request);
-  const decision = worker.admission.admit(gateRequest, { loadGates: !request.allowlistOnly });
+async function admitCall(
+  worker: Worker,
+  request: Parameters<ToolgateActivities['admitCall']>[0],
+): Promise<AdmitDecision> {
+  const gateRequest = gateRequestOf(request, leaseFor(worker, request));
+  const context = worker.gateContext();
+  const decision = await worker.admission.admit(gateRequest, context, { loadGates: !request.allowlistOnly });
   if (!request.check || !decision.allowed) return decision;
   const checked = check(worker, request.tool, request.input, request.callId);
   if (!checked) {
@@ -128,7 +193,7 @@ function admitCall(worker: Worker, request: Parameters<ToolgateActivities['admit
   }
   if (!checked.verdict.ok) {
     // Invalid arguments hold nothing: a slot the gates took is handed back now.
-    if (decision.holdsSlot) worker.admission.release(gateRequest);
+    if (decision.holdsSlot) await releaseQuietly(worker, gateRequest, context);
     return { allowed: false, reason: 'INVALID_INPUT', message: checked.verdict.message };
   }
   const preview = previewOf(checked.contract, checked.verdict.data);
@@ -188,40 +253,75 @@ function checkAndRun(worker: Worker, request: RunToolRequest): Promise<RunToolRe
 }
 
 /**
- * Admits the call first when the request asks (the lean readonly path), then runs `body`, handing
- * back a concurrency slot taken here once the attempt ends.
+ * Admits the call first when the request asks (the lean readonly path), then runs `body` inside the
+ * gates' attempt guards (a breaker's permit), handing back a concurrency slot taken here once the
+ * attempt ends.
  */
 async function admitAndRun(
   worker: Worker,
   request: RunToolRequest,
   body: (request: RunToolRequest) => Promise<RunToolResult>,
 ): Promise<RunToolResult> {
-  if (!request.admit) return await body(request);
   const attempt = Context.current().info.attempt;
-  const admitRequest = admitRequestOf(request);
+  const context = worker.gateContext();
+  const gateRequest = { ...gateRequestOf(request, leaseFor(worker, request)), attempt };
+  const guarded = () => worker.admission.guardAttempt(gateRequest, () => body(request), context);
+  if (!request.admit) return await guarded();
   // The first attempt runs the whole admission and holds the concurrency slot. A retry checks the
   // allowlist again (deny by default must hold even if the first attempt died before its check
   // ran), but not the load gates: admission belongs to the call, as when the workflow admits it once.
-  const decision = worker.admission.admit(admitRequest, { loadGates: attempt === 1 });
-  if (!decision.allowed) {
-    throw failure(
-      ToolFailureType.denied,
-      decision.message ?? notAllowedMessage,
-      {
-        effect: 'none',
-        reason: decision.reason ?? 'NOT_ALLOWED',
-        attempt,
-        admission: true,
-        ...(decision.retryAfterSeconds !== undefined
-          ? { retryAfterSeconds: decision.retryAfterSeconds }
-          : {}),
-      },
-      true,
-    );
-  }
+  const decision = await worker.admission
+    .admit(gateRequest, context, { loadGates: attempt === 1 })
+    .catch((error: unknown) => {
+      // A retry would skip the load gates, and run a call nobody admitted: this attempt ends
+      // the call instead. Nothing ran.
+      context.logger.error('admission could not be decided', {
+        callId: request.callId,
+        error: String(error),
+      });
+      throw failure(
+        ToolFailureType.failed,
+        'The call could not be admitted right now; nothing ran. Try again later.',
+        { effect: 'none', attempt },
+        true,
+      );
+    });
+  if (!decision.allowed) throw admissionRefused(decision, attempt);
   try {
-    return await body(request);
+    return await guarded();
   } finally {
-    if (decision.holdsSlot) worker.admission.release(admitRequest);
+    // A retry hands back the slot the first attempt took: that attempt's worker may be gone.
+    if (decision.holdsSlot || attempt > 1) await releaseQuietly(worker, gateRequest, context);
   }
+}
+
+/**
+ * Hands a slot back without letting a failure to do so change the attempt's outcome: the slot's
+ * lease, or the entity's check of its holders, reclaims it.
+ */
+async function releaseQuietly(worker: Worker, request: GateRequest, context: GateContext): Promise<void> {
+  try {
+    await worker.admission.release(request, context);
+  } catch (error) {
+    context.logger.warn('could not hand back the concurrency slot', {
+      callId: request.callId,
+      error: String(error),
+    });
+  }
+}
+
+/** The failure of an attempt that admission refused: nothing ran, and retrying will not help. */
+function admissionRefused(decision: AdmitDecision, attempt: number) {
+  return failure(
+    ToolFailureType.denied,
+    decision.message ?? notAllowedMessage,
+    {
+      effect: 'none',
+      reason: decision.reason ?? 'NOT_ALLOWED',
+      attempt,
+      admission: true,
+      ...(decision.retryAfterSeconds !== undefined ? { retryAfterSeconds: decision.retryAfterSeconds } : {}),
+    },
+    true,
+  );
 }

@@ -17,4 +17,7 @@ export default defineConfig({
   compensations: ({ dataDir }) => createExampleTools(exampleDataDir(dataDir)).compensations,
   workflows: modulePath('./workflows', import.meta.url),
   allow: exampleAllowlist,
+  // A failing site gets no new calls from any worker: 5 failed attempts in a row open the breaker
+  // for 30 s, then one probe goes through.
+  breakers: { http_fetch: { failureThreshold: 5, cooldownMs: 30_000 } },
 });

@@ -3,10 +3,12 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  type AdmissionGate,
   type CreateActivitiesOptions,
   createActivities,
   type ToolPolicy,
 } from '../activities/create-activities.ts';
+import { createBreakerGate } from '../activities/safety/admission-gates.ts';
 import { type SafeUrlOptions, safeUrl } from '../activities/safety/safe-url.ts';
 import { sandboxedPath } from '../activities/safety/sandbox.ts';
 import {
@@ -17,7 +19,6 @@ import {
   type ToolImplementation,
 } from '../activities/tool-implementation.ts';
 import type { ToolgateActivities } from '../src/contracts/activity-types.ts';
-import { CircuitBreaker } from '../src/policy/circuit-breaker.ts';
 import {
   addLabel,
   deleteEverything,
@@ -71,8 +72,6 @@ export interface ExampleToolOptions {
    * `allowLoopbackForTests`. Default: any public host on ports 80, 443, 8080 and 8443.
    */
   readonly http?: SafeUrlOptions;
-  /** The breaker http_fetch reports to; share it with `createBreakerGate({ http_fetch: breaker })`. */
-  readonly httpBreaker?: CircuitBreaker;
 }
 
 /** The tail of each label file's queue of updates (see updateLabels). */
@@ -129,7 +128,6 @@ function updateLabels<Result>(
 export function createExampleTools(dataDir: string, options: ExampleToolOptions = {}): ExampleTools {
   const paths = exampleToolPaths(dataDir);
   const web = safeUrl({ ports: [80, 443, 8080, 8443], ...options.http });
-  const httpBreaker = options.httpBreaker ?? new CircuitBreaker();
   const reports = sandboxedPath(paths.reportsDir);
   const logExecution = (tool: string, callId: string, event: string, extra: Record<string, unknown> = {}) =>
     appendJsonLine(paths.executionsFile, { tool, callId, event, ...extra });
@@ -212,31 +210,15 @@ export function createExampleTools(dataDir: string, options: ExampleToolOptions 
       return { item: input.item, label: input.label, added };
     }),
 
+    // The worker's breaker gate (`exampleLoadGates`) counts this tool's attempts: a transport error
+    // or a 5xx/429 is a retryable ToolError, which counts against the site; a refused URL
+    // (ToolDenied) sent nothing and counts for nothing.
     implementTool(httpFetch, async ({ input, signal, callId }) => {
-      // Checked on every attempt: once the breaker opens, Temporal's retries of this call stop too.
-      const permit = httpBreaker.request();
-      if (!permit.allowed) {
-        throw new ToolError(
-          `The site is failing, so requests to it are paused. Wait ${permit.retryAfterSeconds} s, then try again.`,
-          { effect: 'none', retryable: false },
-        );
-      }
-      let response: Awaited<ReturnType<typeof web.fetch>>;
-      try {
-        response = await web.fetch(input.url, { signal });
-      } catch (error) {
-        // Only transport trouble counts against the site; a refusal (ToolDenied) or a bad URL sent
-        // nothing, so it says nothing about the downstream's health.
-        if (error instanceof ToolError && error.retryable) httpBreaker.recordFailure();
-        else httpBreaker.recordNeutral();
-        throw error;
-      }
+      const response = await web.fetch(input.url, { signal });
       await logExecution('http_fetch', callId, 'fetched', { status: response.status, bytes: response.bytes });
       if (response.status >= 500 || response.status === 429) {
-        httpBreaker.recordFailure();
         throw new ToolError(`The site answered ${response.status}. Try again later.`, { effect: 'none' });
       }
-      httpBreaker.recordSuccess();
       return {
         status: response.status,
         contentType: response.contentType ?? null,
@@ -280,9 +262,18 @@ export function createExampleActivities(
 ): ToolgateActivities {
   return createActivities({
     catalog: exampleCatalog,
+    admissionGates: exampleLoadGates(),
     ...options,
     tools: tools.tools,
     compensations: tools.compensations,
     policy: options.policy ?? { allow: exampleAllowlist },
   });
+}
+
+/**
+ * The example worker's load gates: a circuit breaker on http_fetch, kept in the cluster, so that a
+ * failing site gets no new calls from any worker (5 failed attempts in a row open it for 30 s).
+ */
+export function exampleLoadGates(): AdmissionGate[] {
+  return [createBreakerGate({ http_fetch: { failureThreshold: 5, cooldownMs: 30_000 } })];
 }

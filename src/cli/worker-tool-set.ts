@@ -1,4 +1,5 @@
 import { createActivities } from '../../activities/create-activities.ts';
+import { createLoadGate } from '../../activities/safety/admission-gates.ts';
 import { configuredTools } from '../config/config-tools.ts';
 import type { LoadedConfig } from '../config/load-config.ts';
 import type { EmbeddedToolSet } from '../dev/embedded.ts';
@@ -20,6 +21,16 @@ export async function workerToolSet(config: LoadedConfig, dataDir: string): Prom
         catalog: config.catalog,
         policy: config.policy,
         approvalPublicKeys,
+        ...(config.quotas || config.breakers
+          ? {
+              admissionGates: [
+                createLoadGate({
+                  ...(config.quotas ? { quotas: config.quotas } : {}),
+                  ...(config.breakers ? { breakers: config.breakers } : {}),
+                }),
+              ],
+            }
+          : {}),
       }),
   };
 }

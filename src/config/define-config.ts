@@ -1,6 +1,8 @@
 import type { CompensationImplementation, ToolImplementation } from '../../activities/tool-implementation.ts';
 import type { ToolCatalog } from '../contracts/define-tool.ts';
 import type { AllowlistPolicy } from '../policy/allowlist.ts';
+import type { QuotaPolicy } from '../policy/quotas.ts';
+import type { BreakerSettings } from '../policy/scope-state.ts';
 
 /** What a config's `tools` and `compensations` functions are given. */
 export interface ToolContext {
@@ -54,6 +56,13 @@ export interface ToolgateConfig {
   readonly allow: readonly string[] | AllowlistPolicy;
   /** Who may approve, with their roles. */
   readonly approvers?: readonly ApproverEntry[];
+  /**
+   * Concurrency and rate limits per tool and per tenant, kept in the cluster by each scope's
+   * admission entity, so they hold across workers and restarts (docs/design.md, "Admission").
+   */
+  readonly quotas?: QuotaPolicy;
+  /** A circuit breaker per tool, by tool name, kept in the cluster likewise. */
+  readonly breakers?: Readonly<Record<string, BreakerSettings>>;
   /** The task queue the workers poll. Default `toolgate`. */
   readonly taskQueue?: string;
   readonly connection?: ConnectionConfig;

@@ -8,6 +8,8 @@ import { ConfigError } from '../contracts/errors.ts';
 import { sideEffectTiers } from '../contracts/tier.ts';
 import type { AllowlistPolicy } from '../policy/allowlist.ts';
 import { normalizeName } from '../policy/approver-names.ts';
+import type { QuotaPolicy } from '../policy/quotas.ts';
+import type { BreakerSettings } from '../policy/scope-state.ts';
 import type { ApproverEntry, ConnectionConfig, Provided, ToolgateConfig } from './define-config.ts';
 
 export { ConfigError };
@@ -30,6 +32,8 @@ export interface LoadedConfig {
   readonly workflowsPath: string;
   readonly policy: AllowlistPolicy;
   readonly approvers?: readonly ApproverEntry[];
+  readonly quotas?: QuotaPolicy;
+  readonly breakers?: Readonly<Record<string, BreakerSettings>>;
   readonly taskQueue?: string;
   readonly connection?: ConnectionConfig;
   readonly dataDir?: string;
@@ -111,6 +115,13 @@ const provided = <Schema extends z.ZodType>(item: Schema) =>
 
 const nameSchema = z.string().trim().min(1).max(128);
 
+/** One scope's limits: at most so many at once, and at most so many per window. */
+const quotaLimitSchema = z.strictObject({
+  maxConcurrent: z.number().int().min(0).max(100_000).optional(),
+  maxPerWindow: z.number().int().min(0).max(1_000_000).optional(),
+  windowMs: z.number().int().min(1).max(86_400_000).optional(),
+});
+
 const configSchema = z.strictObject({
   catalog: z.record(z.string(), contractSchema, {
     error: 'must be the catalog: createCatalog([...]) from toolgate/contracts',
@@ -139,6 +150,24 @@ const configSchema = z.strictObject({
         name: nameSchema,
         roles: z.array(z.string().trim().min(1).max(64)).max(32).optional(),
         publicKey: z.string().min(1).optional(),
+      }),
+    )
+    .optional(),
+  quotas: z
+    .strictObject({
+      perTool: z.record(z.string(), quotaLimitSchema).optional(),
+      perTenant: z.record(z.string(), quotaLimitSchema).optional(),
+      defaultPerTool: quotaLimitSchema.optional(),
+      defaultPerTenant: quotaLimitSchema.optional(),
+      concurrencyRetryAfterSeconds: z.number().int().min(1).max(3_600).optional(),
+    })
+    .optional(),
+  breakers: z
+    .record(
+      z.string(),
+      z.strictObject({
+        failureThreshold: z.number().int().min(1).max(1_000).optional(),
+        cooldownMs: z.number().int().min(100).max(86_400_000).optional(),
       }),
     )
     .optional(),
@@ -210,6 +239,7 @@ export function checkConfig(value: unknown, file: string): LoadedConfig {
       }
     });
   }
+  checkLoadGateTools(config, known, problem);
   const directory = dirname(file);
   const workflowsPath =
     config.workflows instanceof URL ? fileURLToPath(config.workflows) : resolve(directory, config.workflows);
@@ -244,10 +274,34 @@ export function checkConfig(value: unknown, file: string): LoadedConfig {
     workflowsPath,
     policy,
     ...(approvers ? { approvers } : {}),
+    ...(config.quotas ? { quotas: config.quotas } : {}),
+    ...(config.breakers ? { breakers: config.breakers } : {}),
     ...(config.taskQueue !== undefined ? { taskQueue: config.taskQueue.trim() } : {}),
     ...(config.connection ? { connection: config.connection } : {}),
     ...(config.dataDir !== undefined
       ? { dataDir: isAbsolute(config.dataDir) ? config.dataDir : resolve(directory, config.dataDir) }
       : {}),
   };
+}
+
+/** Quotas and breakers name tools of the catalog; a typo would silently limit nothing. */
+function checkLoadGateTools(
+  config: ToolgateConfig,
+  known: readonly string[],
+  problem: (field: string, message: string) => never,
+): void {
+  const named: Array<[string, readonly string[]]> = [
+    ['quotas.perTool', Object.keys(config.quotas?.perTool ?? {})],
+    ['breakers', Object.keys(config.breakers ?? {})],
+  ];
+  for (const [field, names] of named) {
+    for (const name of names) {
+      if (!known.includes(name)) {
+        problem(
+          `${field}.${name}`,
+          `${JSON.stringify(name)} is not a tool of the catalog (its tools: ${known.join(', ') || 'none'})`,
+        );
+      }
+    }
+  }
 }

@@ -117,6 +117,11 @@ export interface ToolgateActivities {
    * type and fails the attempt instead.
    */
   checkAndRunTool(request: RunToolRequest): Promise<RunToolResult>;
+  /**
+   * Which of these calls have closed (their workflow is no longer running). Asked by an admission
+   * entity before it refuses for concurrency, so a slot held by a terminated call goes back.
+   */
+  closedCalls(request: { readonly callIds: readonly string[] }): Promise<{ readonly closed: string[] }>;
 }
 
 /** Failure types the runTool activity raises, so the workflow can classify without parsing text. */

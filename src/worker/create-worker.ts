@@ -1,3 +1,8 @@
+import { createHash } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve, sep } from 'node:path';
 import {
   type BundleOptions,
   bundleWorkflowCode,
@@ -7,6 +12,7 @@ import {
 } from '@temporalio/worker';
 import { defaultTaskQueue } from '../client/connection-settings.ts';
 import type { ToolgateActivities } from '../contracts/activity-types.ts';
+import { modulePath } from '../support/module-path.ts';
 import { keepModernSyntax } from './bundle-syntax.ts';
 import { sharedLibrariesBundlerOptions } from './shared-libraries.ts';
 
@@ -52,7 +58,7 @@ export async function bundleToolgateWorkflows(
   options: { shareLibraries?: boolean } = {},
 ): Promise<{ code: string }> {
   const bundle = await bundleWorkflowCode({
-    workflowsPath,
+    workflowsPath: await withToolgateWorkflows(workflowsPath),
     logger: quietBundlerLogger,
     ...toolgateBundlerOptions(options.shareLibraries),
   });
@@ -66,12 +72,33 @@ export async function bundleToolgateWorkflows(
 export function toolgateBundlerOptions(
   shareLibraries = true,
 ): Pick<BundleOptions, 'preloadModules' | 'webpackConfigHook'> {
-  if (!shareLibraries) return { webpackConfigHook: keepModernSyntax };
+  if (!shareLibraries) return { webpackConfigHook: (config) => keepModernSyntax(findTemporal(config)) };
   const shared = sharedLibrariesBundlerOptions();
   const shareHook = shared.webpackConfigHook;
   return {
     ...shared,
-    webpackConfigHook: (config) => keepModernSyntax(shareHook ? shareHook(config) : config),
+    webpackConfigHook: (config) => keepModernSyntax(findTemporal(shareHook ? shareHook(config) : config)),
+  };
+}
+
+/**
+ * The bundler's entry module sits next to the workflows module, which for toolgate is a generated
+ * one among the system's temporary files (`withToolgateWorkflows`): the Temporal packages it
+ * imports are found in the node_modules folder toolgate itself resolves them from.
+ */
+const temporalModules = (() => {
+  const entry = createRequire(import.meta.url).resolve('@temporalio/workflow');
+  const marker = `${sep}node_modules${sep}`;
+  return entry.slice(0, entry.lastIndexOf(marker) + marker.length - 1);
+})();
+
+function findTemporal(config: Parameters<NonNullable<BundleOptions['webpackConfigHook']>>[0]) {
+  return {
+    ...config,
+    resolve: {
+      ...config.resolve,
+      modules: [...(config.resolve?.modules ?? ['node_modules']), temporalModules],
+    },
   };
 }
 
@@ -92,7 +119,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
     ...(options.workflowBundle
       ? { workflowBundle: options.workflowBundle }
       : {
-          workflowsPath: options.workflowsPath,
+          workflowsPath: await withToolgateWorkflows(options.workflowsPath!),
           bundlerOptions: toolgateBundlerOptions(options.shareLibraries),
         }),
     activities: options.activities as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>,
@@ -104,6 +131,24 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
     ...(options.identity ? { identity: options.identity } : {}),
     ...options.tuning,
   });
+}
+
+const admissionEntityModule = modulePath('../../workflows/admission-entity', import.meta.url);
+
+/**
+ * The module the bundler starts from: the application's workflows module, plus toolgate's own
+ * workflows (the admission entities, docs/design.md "Admission"), so that every toolgate worker
+ * serves them on its task queue and an application exports nothing more. Written next to the
+ * system's temporary files under a name taken from its content.
+ */
+async function withToolgateWorkflows(workflowsPath: string): Promise<string> {
+  const source =
+    `export * from ${JSON.stringify(resolve(workflowsPath))};\n` +
+    `export { toolgateAdmission } from ${JSON.stringify(admissionEntityModule)};\n`;
+  const digest = createHash('sha256').update(source).digest('hex').slice(0, 16);
+  const entry = join(tmpdir(), `toolgate-workflows-${digest}.mjs`);
+  await writeFile(entry, source);
+  return entry;
 }
 
 const quietBundlerLogger = {

@@ -24,13 +24,19 @@
 export type {
   AdmissionGate,
   CreateActivitiesOptions,
+  GateContext,
+  GateRequest,
   OperatorLogger,
   ToolPolicy,
 } from '../../activities/create-activities.ts';
 export { createActivities } from '../../activities/create-activities.ts';
 export { createToolCallLookupActivities } from '../../activities/lookup-tool-call.ts';
-export type { QuotaGate } from '../../activities/safety/admission-gates.ts';
-export { createBreakerGate, createQuotaGate } from '../../activities/safety/admission-gates.ts';
+export type { LoadGateOptions } from '../../activities/safety/admission-gates.ts';
+export {
+  createBreakerGate,
+  createLoadGate,
+  createQuotaGate,
+} from '../../activities/safety/admission-gates.ts';
 export type {
   SafeFetchResponse,
   SafeUrlGuard,
@@ -57,10 +63,8 @@ export { loadOrCreateApprovalKeys, loadPublicKey } from '../client/approval-sign
 export { defaultTaskQueue } from '../client/connection-settings.ts';
 export type { ToolCallLookupActivities, ToolgateActivities } from '../contracts/activity-types.ts';
 export type { AllowlistPolicy } from '../policy/allowlist.ts';
-export type { CircuitBreakerOptions } from '../policy/circuit-breaker.ts';
-export { CircuitBreaker, CircuitState } from '../policy/circuit-breaker.ts';
-export type { QuotaLimit, QuotaPolicy, QuotaVerdict } from '../policy/quotas.ts';
-export { QuotaLedger } from '../policy/quotas.ts';
+export type { QuotaLimit, QuotaPolicy } from '../policy/quotas.ts';
+export type { BreakerSettings } from '../policy/scope-state.ts';
 export type { CreateWorkerOptions } from './create-worker.ts';
 export { bundleToolgateWorkflows, createWorker, toolgateBundlerOptions } from './create-worker.ts';
 export { installRuntimeLogging } from './runtime-logging.ts';

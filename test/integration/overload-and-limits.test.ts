@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createBreakerGate, createQuotaGate } from '../../activities/safety/admission-gates.ts';
 import type { CallRecord } from '../../src/contracts/call-record.ts';
 import { callFingerprint } from '../../src/contracts/fingerprint.ts';
-import { CircuitBreaker } from '../../src/policy/circuit-breaker.ts';
+import { admissionWorkflowId, scopeStateQuery } from '../../workflows/admission-entity.ts';
 import type { ToolCallRequest } from '../../workflows/tool-call.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { type LoopbackServer, startLoopbackServer } from '../support/loopback-server.ts';
@@ -43,7 +43,11 @@ describe('overload protection', () => {
     // Refused, not queued: the seven refusals came back long before any running call finished.
     const sorted = [...closedAfter].sort((left, right) => left - right);
     expect(sorted[6]!).toBeLessThan(4_000);
-    expect(gate.ledger.running('tool:slow_search')).toBe(0);
+    // Every slot is back in the tool's admission entity, which every worker asks.
+    const entity = harness.temporal.workflow.getHandle(
+      admissionWorkflowId(harness.taskQueue, 'tool:slow_search'),
+    );
+    expect(Object.keys((await entity.query(scopeStateQuery)).holders)).toEqual([]);
     const again = await harness.client.call(
       { tool: 'slow_search', input: { query: 'after', delayMs: 10 } },
       agent,
@@ -77,10 +81,9 @@ describe('overload protection', () => {
       response.end('unavailable');
     });
     servers.push(downstream);
-    const breaker = new CircuitBreaker({ failureThreshold: 5, cooldownMs: 60_000 });
     const harness = await createHarness({
-      admissionGates: [createBreakerGate({ http_fetch: breaker })],
-      toolOptions: { http: { ports: 'any', allowLoopbackForTests: true }, httpBreaker: breaker },
+      admissionGates: [createBreakerGate({ http_fetch: { failureThreshold: 5, cooldownMs: 60_000 } })],
+      toolOptions: { http: { ports: 'any', allowLoopbackForTests: true } },
     });
     harnesses.push(harness);
     const records: CallRecord[] = [];
@@ -93,13 +96,24 @@ describe('overload protection', () => {
       );
     }
     // Budget (docs/security.md): at most failureThreshold attempts while calls run one at a time.
+    // The first call fails its three attempts; the second fails two, and its third is refused by
+    // the breaker, which every later call meets at admission.
     expect(downstream.stats.requests).toBe(5);
-    expect(records.slice(0, 2).map((record) => record.reason)).toEqual(['TOOL_FAILED', 'TOOL_FAILED']);
+    expect(records[0]).toMatchObject({ status: 'failed', reason: 'TOOL_FAILED', attempts: 3 });
+    expect(records[1]).toMatchObject({
+      status: 'denied',
+      reason: 'RATE_LIMITED',
+      effect: 'none',
+      attempts: 2,
+    });
     expect(
       records.slice(2).every((record) => record.reason === 'RATE_LIMITED' && record.effect === 'none'),
     ).toBe(true);
     expect(records[9]?.retryAfterSeconds).toBeGreaterThan(50);
-    expect(breaker.state).toBe('open');
+    const entity = harness.temporal.workflow.getHandle(
+      admissionWorkflowId(harness.taskQueue, 'tool:http_fetch'),
+    );
+    expect((await entity.query(scopeStateQuery)).breaker).toMatchObject({ open: true, opened: 1 });
   });
 
   it('opens the breaker on a 503 storm: concurrent calls stay within the budget', async () => {
@@ -108,10 +122,9 @@ describe('overload protection', () => {
       response.end('unavailable');
     });
     servers.push(downstream);
-    const breaker = new CircuitBreaker({ failureThreshold: 5, cooldownMs: 60_000 });
     const harness = await createHarness({
-      admissionGates: [createBreakerGate({ http_fetch: breaker })],
-      toolOptions: { http: { ports: 'any', allowLoopbackForTests: true }, httpBreaker: breaker },
+      admissionGates: [createBreakerGate({ http_fetch: { failureThreshold: 5, cooldownMs: 60_000 } })],
+      toolOptions: { http: { ports: 'any', allowLoopbackForTests: true } },
     });
     harnesses.push(harness);
     const concurrent = 20;

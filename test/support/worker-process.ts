@@ -5,10 +5,12 @@
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NativeConnection } from '@temporalio/worker';
+import { createLoadGate, type LoadGateOptions } from '../../activities/safety/admission-gates.ts';
+import type { SafeUrlOptions } from '../../activities/safety/safe-url.ts';
 import type { ToolImplementation } from '../../activities/tool-implementation.ts';
 import { createExampleActivities, createExampleTools } from '../../examples/tools.ts';
 import { loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
-import { createWorker } from '../../src/worker/create-worker.ts';
+import { type CreateWorkerOptions, createWorker } from '../../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
 
 export interface WorkerProcessConfig {
@@ -21,12 +23,18 @@ export interface WorkerProcessConfig {
   /** Tools that, after their side effect, hang this long before reporting: the window to kill in. */
   readonly stallAfterMs?: Readonly<Record<string, number>>;
   readonly identity?: string;
+  /** Quotas and breakers, kept in the cluster (createLoadGate); default the example's gates. */
+  readonly admission?: LoadGateOptions;
+  /** Passed to the worker: e.g. the sticky queue's timeout. */
+  readonly tuning?: CreateWorkerOptions['tuning'];
+  /** Settings for http_fetch, e.g. loopback allowed for a test's downstream. */
+  readonly http?: SafeUrlOptions;
 }
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '{}') as WorkerProcessConfig;
   installRuntimeLogging();
-  const tools = createExampleTools(config.dataDir);
+  const tools = createExampleTools(config.dataDir, config.http ? { http: config.http } : {});
   const stall = config.stallAfterMs ?? {};
   const wrapped: ToolImplementation[] = tools.tools.map((tool) => {
     const delayMs = Object.hasOwn(stall, tool.contract.name) ? stall[tool.contract.name]! : 0;
@@ -50,10 +58,12 @@ async function main(): Promise<void> {
       { tools: wrapped, compensations: tools.compensations },
       {
         approvalPublicKeys: [keys.publicKey],
+        ...(config.admission ? { admissionGates: [createLoadGate(config.admission)] } : {}),
       },
     ),
     workflowBundle: { code: await readFile(config.bundleFile, 'utf8') },
     ...(config.identity ? { identity: config.identity } : {}),
+    ...(config.tuning ? { tuning: config.tuning } : {}),
   });
   const running = worker.run();
   process.stdout.write('READY\n');

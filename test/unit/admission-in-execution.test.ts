@@ -1,7 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/create-activities.ts';
-import { createQuotaGate } from '../../activities/safety/admission-gates.ts';
 import { implementTool } from '../../activities/tool-implementation.ts';
 import { readConfig } from '../../examples/contracts.ts';
 import { ToolFailureType } from '../../src/contracts/activity-types.ts';
@@ -10,6 +9,7 @@ import {
   quietLogger as quiet,
   readonlyRunRequest as request,
 } from '../support/activity-requests.ts';
+import { createMemoryQuotaGate } from '../support/memory-gate.ts';
 
 /**
  * Gate protocol 2: a readonly call is admitted by the activity that runs it (`admit: true`). The
@@ -61,12 +61,12 @@ describe('admission inside the execution activity', () => {
 
   it('takes a concurrency slot for the attempt, refuses past the limit with a retry-after, and hands it back', async () => {
     const { tool, runs } = countingReadConfig(300);
-    const gate = createQuotaGate({ perTool: { read_config: { maxConcurrent: 1 } } });
+    const gate = createMemoryQuotaGate({ perTool: { read_config: { maxConcurrent: 1 } } });
     const activities = activitiesFor(tool, ['read_config'], [gate]);
     const first = environment().run(activities.runTool, request('call-a'));
     // The first attempt is running and holds the only slot.
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(gate.ledger.running('tool:read_config')).toBe(1);
+    expect(gate.running('tool:read_config')).toBe(1);
     const refused = await environment()
       .run(activities.runTool, request('call-b'))
       .catch((caught: unknown) => caught as ApplicationFailure);
@@ -78,7 +78,7 @@ describe('admission inside the execution activity', () => {
       retryAfterSeconds: 1,
     });
     await expect(first).resolves.toMatchObject({ output: { value: 'eu-west-1' }, attempt: 1 });
-    expect(gate.ledger.running('tool:read_config')).toBe(0);
+    expect(gate.running('tool:read_config')).toBe(0);
     // The slot is free again: the next call runs.
     await expect(environment().run(activities.runTool, request('call-c'))).resolves.toMatchObject({
       attempt: 1,
@@ -90,20 +90,20 @@ describe('admission inside the execution activity', () => {
     const failing = implementTool(readConfig, async () => {
       throw new Error('backend down');
     });
-    const gate = createQuotaGate({ perTool: { read_config: { maxConcurrent: 1 } } });
+    const gate = createMemoryQuotaGate({ perTool: { read_config: { maxConcurrent: 1 } } });
     const activities = activitiesFor(failing, ['read_config'], [gate]);
     const error = await environment()
       .run(activities.runTool, request('call-f'))
       .catch((caught: unknown) => caught as ApplicationFailure);
     expect((error as ApplicationFailure).type).toBe(ToolFailureType.failed);
-    expect(gate.ledger.running('tool:read_config')).toBe(0);
+    expect(gate.running('tool:read_config')).toBe(0);
   });
 
   it('checks the allowlist again on a retry, but not the load gates: admission belongs to the call', async () => {
     const { tool, runs } = countingReadConfig();
     // The only slot is taken: a first attempt would be refused, a retry of an admitted call is not.
-    const gate = createQuotaGate({ perTool: { read_config: { maxConcurrent: 1 } } });
-    gate.ledger.admit({ callId: 'other', tool: 'read_config', tenant: 'acme' });
+    const gate = createMemoryQuotaGate({ perTool: { read_config: { maxConcurrent: 1 } } });
+    gate.take('tool:read_config', 'other');
     const activities = activitiesFor(tool, ['read_config'], [gate]);
     await expect(environment(2).run(activities.runTool, request('call-r'))).resolves.toMatchObject({
       attempt: 2,

@@ -1,145 +1,144 @@
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { createBreakerGate, createQuotaGate } from '../../activities/safety/admission-gates.ts';
-import type { AdmitRequest } from '../../src/contracts/activity-types.ts';
-import { CircuitBreaker } from '../../src/policy/circuit-breaker.ts';
-import { QuotaLedger } from '../../src/policy/quotas.ts';
+import { outcomeOf } from '../../activities/safety/admission-gates.ts';
+import { ToolFailureType } from '../../src/contracts/activity-types.ts';
+import {
+  type AcquireRequest,
+  acquire,
+  emptyScopeState,
+  reclaim,
+  recordOutcome,
+  release,
+} from '../../src/policy/scope-state.ts';
 
-function clock(startMs = 1_000_000) {
-  let nowMs = startMs;
-  return { now: () => nowMs, advance: (ms: number) => (nowMs += ms) };
-}
-
-const admitRequest = (callId: string, tool = 'http_fetch', tenant = 'acme'): AdmitRequest => ({
+const start = 1_000_000;
+const ask = (callId: string, extra: Partial<AcquireRequest> = {}): AcquireRequest => ({
   callId,
-  tool,
-  tier: 'readonly',
-  context: { tenant, principal: 'agent-1', principalKind: 'agent' },
+  label: 'http_fetch',
+  leaseMs: 60_000,
+  ...extra,
 });
 
-describe('QuotaLedger', () => {
-  it('refuses past the concurrency limit and admits again after a release', () => {
-    const ledger = new QuotaLedger({ perTool: { http_fetch: { maxConcurrent: 2 } } });
-    expect(ledger.admit({ callId: 'a', tool: 'http_fetch', tenant: 't' })).toEqual({
-      allowed: true,
-      holdsSlot: true,
-    });
-    expect(ledger.admit({ callId: 'b', tool: 'http_fetch', tenant: 't' }).allowed).toBe(true);
-    const refused = ledger.admit({ callId: 'c', tool: 'http_fetch', tenant: 't' });
-    expect(refused).toMatchObject({ allowed: false, retryAfterSeconds: 1 });
-    // Another tool is not affected.
-    expect(ledger.admit({ callId: 'd', tool: 'read_config', tenant: 't' })).toEqual({
-      allowed: true,
-      holdsSlot: false,
-    });
-    ledger.release('a');
-    expect(ledger.admit({ callId: 'c', tool: 'http_fetch', tenant: 't' }).allowed).toBe(true);
-    expect(ledger.running('tool:http_fetch')).toBe(2);
+describe('a scope: concurrency', () => {
+  it('refuses past the limit and admits again after a release', () => {
+    const state = emptyScopeState();
+    const limit = { maxConcurrent: 2 };
+    expect(acquire(state, ask('a', { limit }), start)).toEqual({ granted: true, holdsSlot: true });
+    expect(acquire(state, ask('b', { limit }), start).granted).toBe(true);
+    const refused = acquire(state, ask('c', { limit }), start);
+    expect(refused).toMatchObject({ granted: false, cause: 'concurrency', retryAfterSeconds: 1 });
+    if (!refused.granted)
+      expect(refused.message).toMatch(/Too many http_fetch calls are running at once \(limit 2\)/);
+    release(state, 'a');
+    expect(acquire(state, ask('c', { limit }), start).granted).toBe(true);
+    expect(Object.keys(state.holders).sort()).toEqual(['b', 'c']);
   });
 
   it('does not take a second slot when an admission is retried for the same call', () => {
-    const ledger = new QuotaLedger({ defaultPerTenant: { maxConcurrent: 1 } });
-    expect(ledger.admit({ callId: 'a', tool: 'x', tenant: 't' }).allowed).toBe(true);
-    expect(ledger.admit({ callId: 'a', tool: 'x', tenant: 't' }).allowed).toBe(true);
-    expect(ledger.running('tenant:t')).toBe(1);
-    ledger.release('unknown-call');
-    expect(ledger.running('tenant:t')).toBe(1);
+    const state = emptyScopeState();
+    const limit = { maxConcurrent: 1 };
+    expect(acquire(state, ask('a', { limit }), start).granted).toBe(true);
+    expect(acquire(state, ask('a', { limit }), start)).toEqual({ granted: true, holdsSlot: true });
+    expect(Object.keys(state.holders)).toEqual(['a']);
+    release(state, 'unknown-call');
+    expect(Object.keys(state.holders)).toEqual(['a']);
   });
 
-  it('rate-limits per tenant with an accurate retry-after, and refills over time', () => {
-    const time = clock();
-    const ledger = new QuotaLedger({ perTenant: { acme: { maxPerWindow: 3, windowMs: 6_000 } } }, time.now);
-    for (const id of ['1', '2', '3'])
-      expect(ledger.admit({ callId: id, tool: 'x', tenant: 'acme' }).allowed).toBe(true);
-    const refused = ledger.admit({ callId: '4', tool: 'x', tenant: 'acme' });
-    expect(refused).toMatchObject({ allowed: false, retryAfterSeconds: 2 });
-    // Another tenant has no entry and no default: unlimited.
-    expect(ledger.admit({ callId: '5', tool: 'x', tenant: 'other' }).allowed).toBe(true);
-    time.advance(2_000);
-    expect(ledger.admit({ callId: '4', tool: 'x', tenant: 'acme' }).allowed).toBe(true);
-    expect(ledger.admit({ callId: '6', tool: 'x', tenant: 'acme' }).allowed).toBe(false);
-  });
-
-  it('is all-or-nothing: a tenant refusal takes nothing from the tool scope', () => {
-    const ledger = new QuotaLedger({
-      perTool: { x: { maxConcurrent: 5 } },
-      perTenant: { acme: { maxConcurrent: 1 } },
-    });
-    expect(ledger.admit({ callId: 'a', tool: 'x', tenant: 'acme' }).allowed).toBe(true);
-    expect(ledger.admit({ callId: 'b', tool: 'x', tenant: 'acme' }).allowed).toBe(false);
-    expect(ledger.running('tool:x')).toBe(1);
-  });
-
-  it('looks tool and tenant names up by own property only', () => {
-    const ledger = new QuotaLedger({ perTool: { x: { maxConcurrent: 0 } } });
-    expect(ledger.admit({ callId: 'a', tool: 'constructor', tenant: '__proto__' }).allowed).toBe(true);
+  it('reclaims a slot whose lease ran out, and one whose holder is known to have closed', () => {
+    const state = emptyScopeState();
+    const limit = { maxConcurrent: 1 };
+    acquire(state, ask('a', { limit, leaseMs: 5_000 }), start);
+    expect(acquire(state, ask('b', { limit }), start + 4_999).granted).toBe(false);
+    expect(acquire(state, ask('b', { limit }), start + 5_000).granted).toBe(true);
+    expect(reclaim(state, ['b', 'never-held'])).toBe(1);
+    expect(acquire(state, ask('c', { limit }), start + 5_000).granted).toBe(true);
   });
 });
 
-describe('CircuitBreaker', () => {
-  it('opens after the threshold, refuses during the cooldown, lets one probe through after it', () => {
-    const time = clock();
-    const breaker = new CircuitBreaker({ failureThreshold: 3, cooldownMs: 10_000, now: time.now });
-    for (let index = 0; index < 3; index++) {
-      expect(breaker.request().allowed).toBe(true);
-      breaker.recordFailure();
+describe('a scope: rate', () => {
+  it('holds at most maxPerWindow in any window, with an accurate retry-after', () => {
+    const state = emptyScopeState();
+    const limit = { maxPerWindow: 3, windowMs: 6_000 };
+    for (const [index, id] of ['1', '2', '3'].entries()) {
+      expect(acquire(state, ask(id, { limit }), start + index * 1_000).granted).toBe(true);
     }
-    expect(breaker.state).toBe('open');
-    expect(breaker.request()).toEqual({ allowed: false, retryAfterSeconds: 10 });
-    time.advance(4_000);
-    expect(breaker.request()).toEqual({ allowed: false, retryAfterSeconds: 6 });
-    time.advance(6_000);
-    expect(breaker.state).toBe('half-open');
-    expect(breaker.request().allowed).toBe(true);
-    // Only one probe at a time.
-    expect(breaker.request().allowed).toBe(false);
-    breaker.recordFailure();
-    expect(breaker.state).toBe('open');
-    time.advance(10_000);
-    expect(breaker.request().allowed).toBe(true);
-    breaker.recordSuccess();
-    expect(breaker.state).toBe('closed');
-    expect(breaker.stats.opened).toBe(2);
+    // The first admission leaves the window just after start + 6 s: a wait of 3 s is not enough.
+    expect(acquire(state, ask('4', { limit }), start + 3_000)).toMatchObject({
+      granted: false,
+      cause: 'rate',
+      retryAfterSeconds: 4,
+    });
+    expect(acquire(state, ask('4', { limit }), start + 6_000).granted).toBe(false);
+    expect(acquire(state, ask('4', { limit }), start + 6_001).granted).toBe(true);
+    // No edge doubles the rate: right after, the window still holds 3.
+    expect(acquire(state, ask('5', { limit }), start + 6_002).granted).toBe(false);
   });
 
-  it('a success resets the count of consecutive failures', () => {
-    const breaker = new CircuitBreaker({ failureThreshold: 2 });
-    breaker.recordFailure();
-    breaker.recordSuccess();
-    breaker.recordFailure();
-    expect(breaker.state).toBe('closed');
+  it('gives a rolled-back admission its place back (refund), and only then', () => {
+    const state = emptyScopeState();
+    const limit = { maxPerWindow: 1, windowMs: 60_000 };
+    expect(acquire(state, ask('a', { limit }), start).granted).toBe(true);
+    release(state, 'a');
+    expect(acquire(state, ask('b', { limit }), start).granted).toBe(false);
+    release(state, 'a', true);
+    expect(acquire(state, ask('b', { limit }), start).granted).toBe(true);
   });
 });
 
-describe('admission gates', () => {
-  it('the quota gate returns RATE_LIMITED with retry-after and hands back slots', () => {
-    const gate = createQuotaGate({ perTool: { http_fetch: { maxConcurrent: 1 } } });
-    expect(gate.admit(admitRequest('a'))).toEqual({ allowed: true, holdsSlot: true });
-    expect(gate.admit(admitRequest('b'))).toMatchObject({
-      allowed: false,
-      reason: 'RATE_LIMITED',
-      retryAfterSeconds: 1,
+describe('a scope: the breaker', () => {
+  const breaker = { failureThreshold: 3, cooldownMs: 10_000 };
+  const attempt = (callId: string) => ask(callId, { breaker, attempt: true });
+
+  it('opens after the threshold, refuses during the cooldown, lets one probe through after it', () => {
+    const state = emptyScopeState();
+    for (const id of ['1', '2', '3']) {
+      expect(acquire(state, attempt(id), start).granted).toBe(true);
+      recordOutcome(state, { callId: id, outcome: 'failure', breaker }, start);
+    }
+    expect(acquire(state, attempt('4'), start)).toMatchObject({
+      granted: false,
+      cause: 'breaker',
+      retryAfterSeconds: 10,
     });
-    gate.release({ callId: 'a', tool: 'http_fetch', context: admitRequest('a').context });
-    expect(gate.admit(admitRequest('b'))?.allowed).toBe(true);
-    // A tool without limits passes without taking anything.
-    expect(gate.admit(admitRequest('c', 'read_config'))).toBeUndefined();
+    expect(acquire(state, attempt('4'), start + 4_000)).toMatchObject({ retryAfterSeconds: 6 });
+    // Half-open: one probe; an admission (not an attempt) may pass to wait for it.
+    expect(acquire(state, attempt('5'), start + 10_000)).toEqual({
+      granted: true,
+      holdsSlot: false,
+      probe: true,
+    });
+    expect(acquire(state, attempt('6'), start + 10_000).granted).toBe(false);
+    expect(acquire(state, ask('7', { breaker }), start + 10_000).granted).toBe(true);
+    // The probe fails: open again at once, for a full cooldown.
+    recordOutcome(state, { callId: '5', outcome: 'failure', breaker }, start + 10_500);
+    expect(acquire(state, attempt('8'), start + 20_000).granted).toBe(false);
+    expect(acquire(state, attempt('8'), start + 20_500)).toMatchObject({ granted: true, probe: true });
+    recordOutcome(state, { callId: '8', outcome: 'success', breaker }, start + 20_600);
+    expect(state.breaker).toMatchObject({ open: false, failures: 0, opened: 2 });
+    expect(acquire(state, attempt('9'), start + 20_600)).toEqual({ granted: true, holdsSlot: false });
   });
 
-  it('the breaker gate refuses a tool while its breaker is open', () => {
-    const time = clock();
-    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 5_000, now: time.now });
-    const gate = createBreakerGate({ http_fetch: breaker });
-    expect(gate.admit(admitRequest('a'))).toBeUndefined();
-    breaker.recordFailure();
-    expect(gate.admit(admitRequest('b'))).toMatchObject({
-      allowed: false,
-      reason: 'RATE_LIMITED',
-      retryAfterSeconds: 5,
-    });
-    expect(gate.admit(admitRequest('c', 'read_config'))).toBeUndefined();
-    time.advance(5_000);
-    // Admission only peeks: the half-open probe is left for the tool's own attempt.
-    expect(gate.admit(admitRequest('d'))).toBeUndefined();
-    expect(breaker.request().allowed).toBe(true);
+  it('a success resets the count; a neutral outcome only frees the probe', () => {
+    const state = emptyScopeState();
+    recordOutcome(state, { callId: 'a', outcome: 'failure', breaker }, start);
+    recordOutcome(state, { callId: 'b', outcome: 'success', breaker }, start);
+    recordOutcome(state, { callId: 'c', outcome: 'failure', breaker }, start);
+    recordOutcome(state, { callId: 'd', outcome: 'neutral', breaker }, start);
+    expect(state.breaker).toMatchObject({ open: false, failures: 1 });
+  });
+
+  it('classifies what an attempt did: only a timeout or a retryable failure counts against the downstream', () => {
+    const failed = (nonRetryable: boolean) =>
+      ApplicationFailure.create({ type: ToolFailureType.failed, message: 'x', nonRetryable });
+    expect(outcomeOf(failed(false))).toBe('failure');
+    expect(outcomeOf(failed(true))).toBe('neutral');
+    expect(outcomeOf(ApplicationFailure.create({ type: ToolFailureType.timeout, message: 'x' }))).toBe(
+      'failure',
+    );
+    expect(outcomeOf(ApplicationFailure.create({ type: ToolFailureType.denied, message: 'x' }))).toBe(
+      'neutral',
+    );
+    expect(outcomeOf(new CancelledFailure('cancelled'))).toBe('neutral');
+    expect(outcomeOf(new Error('socket hang up'))).toBe('failure');
   });
 });

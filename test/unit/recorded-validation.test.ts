@@ -2,7 +2,6 @@ import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createActivities } from '../../activities/create-activities.ts';
-import { createQuotaGate } from '../../activities/safety/admission-gates.ts';
 import { implementTool } from '../../activities/tool-implementation.ts';
 import { addLabel, readConfig, transferFunds } from '../../examples/contracts.ts';
 import {
@@ -17,6 +16,7 @@ import {
   quietLogger as quiet,
   readonlyRunRequest as runRequest,
 } from '../support/activity-requests.ts';
+import { createMemoryQuotaGate } from '../support/memory-gate.ts';
 
 /**
  * Gate protocol 3: the validation gate is decided by an activity and recorded in history. The
@@ -102,7 +102,7 @@ describe('admitCall with check: the verdict recorded with the admission', () => 
   });
 
   it('refuses invalid arguments INVALID_INPUT with what is wrong, and hands back the slot it took', async () => {
-    const gate = createQuotaGate({ perTool: { transfer_funds: { maxConcurrent: 1 } } });
+    const gate = createMemoryQuotaGate({ perTool: { transfer_funds: { maxConcurrent: 1 } } });
     const admitting = activities([gate]);
     const invalid: AdmitDecision = await environment().run(
       admitting.admitCall,
@@ -222,7 +222,7 @@ describe('checkAndRunTool: the readonly verdict recorded with the execution', ()
 
   it('hands back a concurrency slot when the arguments are refused', async () => {
     const tools = recordingTools();
-    const gate = createQuotaGate({ perTool: { read_config: { maxConcurrent: 1 } } });
+    const gate = createMemoryQuotaGate({ perTool: { read_config: { maxConcurrent: 1 } } });
     const activities = createActivities({
       tools: tools.tools,
       policy: { allow: ['read_config'] },

@@ -86,6 +86,10 @@ const requiredPaths: Record<string, readonly string[]> = {
     'keyless-key-required',
     'nonce-claimed-by-forgery',
     'malformed-start',
+    // An admission entity (quotas and breakers kept in the cluster): its first run, up to its
+    // continue-as-new, and a run that carries the state on.
+    'admission-entity',
+    'admission-entity-continued',
   ],
 };
 /** The example catalog has no fast-path tool: these histories replay with test/support/workflows/fast-path.ts. */

@@ -78,6 +78,12 @@ describe('the config file', () => {
       { name: 'Erin', roles: ['editor'], publicKey: join(directory, 'keys', 'erin.pem') },
     ]);
     expect(loaded.taskQueue).toBe('notes');
+    const limited = checkConfig(
+      { ...valid(), quotas: { perTool: { add_note: { maxConcurrent: 2 } } }, breakers: { tag_note: {} } },
+      file,
+    );
+    expect(limited.quotas).toEqual({ perTool: { add_note: { maxConcurrent: 2 } } });
+    expect(limited.breakers).toEqual({ tag_note: {} });
   });
 
   it('names the file and the field of each mistake', () => {
@@ -109,6 +115,16 @@ describe('the config file', () => {
       [{ ...valid(), approvers: [{ name: '' }] }, 'approvers[0].name'],
       [{ ...valid(), taskQueue: '' }, 'taskQueue'],
       [{ ...valid(), catalog: { add_note: tagNote } }, 'catalog.add_note: holds the contract of tag_note'],
+      [
+        { ...valid(), quotas: { perTool: { add_nots: { maxConcurrent: 1 } } } },
+        'quotas.perTool.add_nots: "add_nots" is not a tool of the catalog',
+      ],
+      [
+        { ...valid(), quotas: { perTenant: { acme: { maxConcurrent: -1 } } } },
+        'quotas.perTenant.acme.maxConcurrent',
+      ],
+      [{ ...valid(), breakers: { tag_nte: {} } }, 'breakers.tag_nte: "tag_nte" is not a tool of the catalog'],
+      [{ ...valid(), breakers: { tag_note: { cooldownMs: 5 } } }, 'breakers.tag_note.cooldownMs'],
     ];
     for (const [config, expected] of cases) {
       const message = refusal(config);
