@@ -49,11 +49,6 @@ const maximumHistoryLength = 2_000;
 /** How often, at most, a refusal for concurrency first asks whether the holders are still open. */
 const livenessCheckIntervalMs = 1_000;
 
-const liveness = proxyLocalActivities<Pick<ToolgateActivities, 'closedCalls'>>({
-  startToCloseTimeout: '10 seconds',
-  retry: { maximumAttempts: 2, initialInterval: '100 milliseconds' },
-});
-
 export interface AdmissionEntityInput {
   /** The state a previous run carried over continue-as-new. */
   readonly state?: ScopeState;
@@ -64,6 +59,10 @@ export interface AdmissionEntityInput {
 /** Registered under `admissionEntity.workflowType`: this function's name. */
 export async function toolgateAdmission(input: AdmissionEntityInput = {}): Promise<void> {
   const state = input.state ?? emptyScopeState();
+  const liveness = proxyLocalActivities<Pick<ToolgateActivities, 'closedCalls'>>({
+    startToCloseTimeout: '10 seconds',
+    retry: { maximumAttempts: 2, initialInterval: '100 milliseconds' },
+  });
   const maximumHistory = input.maximumHistoryLength ?? maximumHistoryLength;
   let checkedAtMs = 0;
   setHandler(

@@ -15,7 +15,7 @@ import { modulePath } from '../support/module-path.ts';
  */
 export function sharedLibrariesBundlerOptions(): Pick<BundleOptions, 'preloadModules' | 'webpackConfigHook'> {
   return {
-    preloadModules: [sharedLibrariesModule, workflowEntryModule],
+    preloadModules: [sharedLibrariesModule, workflowEntryModule, admissionEntityModule],
     webpackConfigHook: (config) => ({
       ...config,
       module: {
@@ -32,5 +32,10 @@ const sharedLibrariesModule = modulePath('../../workflows/shared-libraries', imp
  * call, contracts helpers, reason codes, message definitions).
  */
 const workflowEntryModule = modulePath('../../workflows/index', import.meta.url);
+/**
+ * The admission entity, which every toolgate bundle carries (`withToolgateWorkflows`): shared too,
+ * so that a call's workflow does not evaluate it again.
+ */
+const admissionEntityModule = modulePath('../../workflows/admission-entity', import.meta.url);
 const frozenRegexLoader = fileURLToPath(new URL('./frozen-regex-loader.cjs', import.meta.url));
 const zodFile = /[\\/]node_modules[\\/]zod[\\/].*\.c?js$/;
