@@ -8,6 +8,7 @@ import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import {
   type AdmitDecision,
+  type ReleaseRequest,
   type RunToolRequest,
   type RunToolResult,
   ToolFailureType,
@@ -21,7 +22,6 @@ import {
   type AdmissionGate,
   createAdmission,
   type GateContext,
-  type GateRequest,
   gateRequestOf,
   type ToolPolicy,
 } from './admission.ts';
@@ -101,7 +101,7 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
   return {
     admitCall: (request) => admitCall(worker, request),
     async releaseCall(request) {
-      await worker.admission.release(request, worker.gateContext());
+      releaseSoon(worker, request, worker.gateContext());
     },
     async verifyDecision(request) {
       return verifySignedDecision(request, options.approvalPublicKeys, decisionMaxAgeMs);
@@ -291,15 +291,25 @@ async function admitAndRun(
     return await guarded();
   } finally {
     // A retry hands back the slot the first attempt took: that attempt's worker may be gone.
-    if (decision.holdsSlot || attempt > 1) await releaseQuietly(worker, gateRequest, context);
+    if (decision.holdsSlot || attempt > 1) releaseSoon(worker, gateRequest, context);
   }
+}
+
+/**
+ * Sends the release of a closing call's slot without waiting for the answer, so that a quota costs
+ * a call one round trip (the acquire), not two. The signal leaves before the call's result does,
+ * so the next call finds the slot free; if it never arrives (the worker died first), the entity's
+ * check of its holders reclaims the slot of the closed call (docs/design.md, "Admission").
+ */
+function releaseSoon(worker: Worker, request: ReleaseRequest, context: GateContext): void {
+  void releaseQuietly(worker, request, context);
 }
 
 /**
  * Hands a slot back without letting a failure to do so change the attempt's outcome: the slot's
  * lease, or the entity's check of its holders, reclaims it.
  */
-async function releaseQuietly(worker: Worker, request: GateRequest, context: GateContext): Promise<void> {
+async function releaseQuietly(worker: Worker, request: ReleaseRequest, context: GateContext): Promise<void> {
   try {
     await worker.admission.release(request, context);
   } catch (error) {

@@ -70,12 +70,14 @@ export function createLoadGate(options: LoadGateOptions): AdmissionGate {
         leaseMs: request.leaseMs,
       });
       if (!answer.granted) throw attemptRefused(answer, request.attempt);
+      // The outcome is sent without waiting for the answer: it leaves before the attempt's result
+      // does, so the next permit is asked after it, and the attempt pays no second round trip.
       try {
         const result = await attempt();
-        await reportOutcome(context, scope, request.callId, 'success', breaker);
+        void reportOutcome(context, scope, request.callId, 'success', breaker);
         return result;
       } catch (error) {
-        await reportOutcome(context, scope, request.callId, outcomeOf(error), breaker);
+        void reportOutcome(context, scope, request.callId, outcomeOf(error), breaker);
         throw error;
       }
     },
@@ -166,6 +168,8 @@ async function admitInScopes(
 
 /** How many times an acquire is sent before its failure is the attempt's. */
 const acquireTries = 5;
+/** Tries while the server says too many updates are in flight: about 10 s of spread-out waits. */
+const busyAcquireTries = 30;
 
 /**
  * One update-with-start: the scope's entity is started if it is not running yet. An update that
@@ -193,11 +197,32 @@ export async function acquireIn(
       );
     } catch (error) {
       // The entity refused the request itself (its validator): sending it again cannot help.
-      if (error instanceof WorkflowUpdateFailedError || tries >= acquireTries) throw error;
-      await sleep(25 * 2 ** tries);
+      if (error instanceof WorkflowUpdateFailedError) throw error;
+      // The server's limit of updates in flight on one workflow is backpressure, not a failure:
+      // wait a little, spread out, and ask again, for longer than after any other error.
+      const busy = isUpdateBackpressure(error);
+      if (tries >= (busy ? busyAcquireTries : acquireTries)) throw error;
+      await sleep(busy ? 20 + Math.random() * 80 * Math.min(tries, 10) : 25 * 2 ** tries);
     }
   }
 }
+
+/** The server's refusal of an update because too many are in flight on the workflow. */
+function isUpdateBackpressure(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let cause = error; cause instanceof Error && !seen.has(cause); cause = cause.cause) {
+    seen.add(cause);
+    if (
+      /in-flight updates/i.test(cause.message) ||
+      (cause as { code?: unknown }).code === grpcResourceExhausted
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
+
+const grpcResourceExhausted = 8;
 
 /** Hands a slot back. An entity that does not exist holds nothing. */
 export async function signalRelease(context: GateContext, scope: string, callId: string, refund = false) {

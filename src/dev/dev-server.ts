@@ -77,10 +77,14 @@ const loopbackHost = '127.0.0.1';
  * perf profile of the server and side-by-side runs: server CPU per call −2.7 ms for bare Temporal,
  * −3.6 ms for a toolgate call, at 4 callers (docs/benchmarks.md). An attribute you create by hand
  * on a running `toolgate dev` server becomes usable within about a minute, as on a real cluster.
+ * Up to 100 updates in flight per workflow, not 10: one admission entity answers every acquire of
+ * its scope, and with the default, 16 callers of one rate-limited tool saw 3,013 acquires refused
+ * by the server and a p50 of 3 s (docs/design.md, "Admission").
  */
 const dynamicConfigValues = [
   'system.enableActivityEagerExecution=true',
   'frontend.enableExecuteMultiOperation=true',
+  'history.maxInFlightUpdates=100',
   'matching.numTaskqueueReadPartitions=1',
   'matching.numTaskqueueWritePartitions=1',
   'history.transferProcessorMaxPollRPS=1000',
