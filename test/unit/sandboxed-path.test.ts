@@ -388,10 +388,15 @@ print(flips)`,
     expect(reads.every((text) => text === 'inside')).toBe(true);
     // Every write that succeeded is inside, with its content, and nothing at all reached outside.
     const realQ = join(await realpath(base), 'q');
+    const misplaced: string[] = [];
     for (const path of written) {
       expect(dirname(path)).toBe(realQ);
-      expect(await readFile(path, 'utf8')).toBe(`report ${path.match(/r-(\d+)/)![1]}`);
+      const text = await readFile(path, 'utf8').catch(() => undefined);
+      if (text !== `report ${path.match(/r-(\d+)/)![1]}`) misplaced.push(path);
     }
+    // The path-checked implementation can lose a write to a swap between its check and its open
+    // (docs/security.md, its residual risk): the write reported may not be where it says.
+    if (anchored) expect(misplaced).toEqual([]);
     // Descriptors guarantee more: nothing at all outside, and no temporary file left anywhere. The
     // path-checked implementation does not (docs/security.md): a swap there and back between two
     // path checks can leave a temporary file, possibly with the content, on either side.
