@@ -1,84 +1,34 @@
-import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection } from '@temporalio/client';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { LoadGateOptions } from '../../activities/safety/admission-gates.ts';
-import { exampleCatalog } from '../../examples/contracts.ts';
 import { exampleToolPaths } from '../../examples/tools.ts';
-import { createApprovalSigner, loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
-import { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import type { CallRecord } from '../../src/contracts/call-record.ts';
 import type { ScopeState } from '../../src/policy/scope-state.ts';
-import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
 import { admissionWorkflowId, scopeStateQuery } from '../../workflows/admission-entity.ts';
-import { type ChildHandle, isProcessRunning, spawnWorker } from '../support/child-processes.ts';
-import { agent } from '../support/harness.ts';
-import { type LoopbackServer, startLoopbackServer } from '../support/loopback-server.ts';
-import { mapLimited } from '../support/map-limited.ts';
-import type { WorkerProcessConfig } from '../support/worker-process.ts';
-
+import { faultSetup, useFaultRun } from '../support/fault-run.ts';
 /**
  * Quotas and breakers with several real worker processes (docs/design.md, "Admission"): the state
  * that admits lives in each scope's admission entity, so the limits hold across workers, a slot goes
  * back whoever ends the call, and a stopped, killed or terminated holder does not keep it.
  */
-let workDir: string;
-let bundleFile: string;
-let connection: Connection;
-let temporal: Client;
-const children: ChildHandle[] = [];
-const servers: LoopbackServer[] = [];
+import { agent } from '../support/harness.ts';
+import { type LoopbackServer, startLoopbackServer } from '../support/loopback-server.ts';
+import { mapLimited } from '../support/map-limited.ts';
+import type { WorkerProcessConfig } from '../support/worker-process.ts';
 
-beforeAll(async () => {
-  installRuntimeLogging();
-  workDir = await mkdtemp(join(tmpdir(), 'toolgate-admission-'));
-  bundleFile = join(workDir, 'workflow-bundle.js');
-  await writeFile(bundleFile, inject('workflowBundle'));
-  connection = await Connection.connect({ address: inject('temporalAddress') });
-  temporal = new Client({ connection });
-});
+const run = useFaultRun('toolgate-admission-');
+const servers: LoopbackServer[] = [];
 afterEach(async () => {
-  // A worker a test stopped must be able to take its SIGKILL; one already gone needs nothing.
-  for (const child of children) if (isProcessRunning(child.pid)) process.kill(child.pid, 'SIGCONT');
-  await Promise.all(children.splice(0).map((child) => child.kill()));
   await Promise.all(servers.splice(0).map((server) => server.close()));
-});
-afterAll(async () => {
-  await connection?.close();
-  await rm(workDir, { recursive: true, force: true });
 });
 
 async function setup(admission: LoadGateOptions, extra: Partial<WorkerProcessConfig> = {}) {
-  const taskQueue = `admission-${randomUUID()}`;
-  const dataDir = join(workDir, taskQueue);
-  const keysDir = join(dataDir, 'keys');
-  const keys = await loadOrCreateApprovalKeys(keysDir);
-  const client = new ToolgateClient({
-    client: temporal,
-    taskQueue,
-    catalog: exampleCatalog,
-    signer: createApprovalSigner(keys.privateKey),
-  });
-  const config: WorkerProcessConfig = {
-    address: inject('temporalAddress'),
-    taskQueue,
-    dataDir,
-    keysDir,
-    bundleFile,
-    admission,
-    ...extra,
-  };
-  const startWorker = async (identity: string) => {
-    const child = await spawnWorker({ ...config, identity });
-    children.push(child);
-    return child;
-  };
+  const base = await faultSetup(run, 'admission', { admission, ...extra });
+  const startWorker = (identity: string) => base.startWorker({ identity });
   const scopeState = (scope: string): Promise<ScopeState> =>
-    temporal.workflow.getHandle(admissionWorkflowId(taskQueue, scope)).query(scopeStateQuery);
-  return { taskQueue, dataDir, client, startWorker, scopeState };
+    run.temporal.workflow.getHandle(admissionWorkflowId(base.taskQueue, scope)).query(scopeStateQuery);
+  return { taskQueue: base.taskQueue, dataDir: base.dataDir, client: base.client, startWorker, scopeState };
 }
 
 /** The example tools' execution log, on disk: what ran, when, and in which worker process. */
@@ -212,7 +162,7 @@ describe('admission across worker processes', () => {
     const holder = await quota.client.start(transfer('T1'), agent);
     await expect.poll(async () => (await quota.client.get(holder.callId))?.status).toBe('awaiting_approval');
     // Its lease is its approval wait, days long: only the entity's check of its holders frees it.
-    await temporal.workflow.getHandle(holder.callId).terminate('operator test');
+    await run.temporal.workflow.getHandle(holder.callId).terminate('operator test');
     const startedAt = Date.now();
     const next = await quota.client.start(transfer('T2'), agent);
     await expect.poll(async () => (await quota.client.get(next.callId))?.status).toBe('awaiting_approval');
@@ -343,7 +293,7 @@ describe('admission across worker processes', () => {
 async function workersThatRan(callIds: readonly string[]): Promise<Set<string>> {
   const identities = new Set<string>();
   for (const callId of callIds) {
-    const history = await temporal.workflow.getHandle(callId).fetchHistory();
+    const history = await run.temporal.workflow.getHandle(callId).fetchHistory();
     for (const event of history.events ?? []) {
       const identity = event.activityTaskStartedEventAttributes?.identity;
       if (identity) identities.add(identity);

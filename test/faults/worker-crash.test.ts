@@ -1,78 +1,22 @@
-import { randomUUID } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { exampleCatalog } from '../../examples/contracts.ts';
-import { createApprovalSigner, loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
-import { ToolgateClient } from '../../src/client/toolgate-client.ts';
-import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
-import { type ChildHandle, spawnScript, spawnWorker } from '../support/child-processes.ts';
+import { describe, expect, inject, it } from 'vitest';
+import { spawnScript } from '../support/child-processes.ts';
+import { faultSetup, useFaultRun } from '../support/fault-run.ts';
 import { agent } from '../support/harness.ts';
 import { mapLimited } from '../support/map-limited.ts';
-import type { WorkerProcessConfig } from '../support/worker-process.ts';
 
-let workDir: string;
-let bundleFile: string;
-let connection: Connection;
-let temporal: Client;
-const children: ChildHandle[] = [];
+const run = useFaultRun('toolgate-faults-');
 
-beforeAll(async () => {
-  installRuntimeLogging();
-  workDir = await mkdtemp(join(tmpdir(), 'toolgate-faults-'));
-  bundleFile = join(workDir, 'workflow-bundle.js');
-  await writeFile(bundleFile, inject('workflowBundle'));
-  connection = await Connection.connect({ address: inject('temporalAddress') });
-  temporal = new Client({ connection });
-});
-afterEach(async () => {
-  await Promise.all(children.splice(0).map((child) => child.kill()));
-});
-afterAll(async () => {
-  await connection?.close();
-  await rm(workDir, { recursive: true, force: true });
-});
-
-async function setup() {
-  const taskQueue = `faults-${randomUUID()}`;
-  const dataDir = join(workDir, taskQueue);
-  const keysDir = join(dataDir, 'keys');
-  const keys = await loadOrCreateApprovalKeys(keysDir);
-  const client = new ToolgateClient({
-    client: temporal,
-    taskQueue,
-    catalog: exampleCatalog,
-    signer: createApprovalSigner(keys.privateKey),
-  });
-  const config: WorkerProcessConfig = {
-    address: inject('temporalAddress'),
-    taskQueue,
-    dataDir,
-    keysDir,
-    bundleFile,
-  };
-  const startWorker = async (extra: Partial<WorkerProcessConfig> = {}) => {
-    const child = await spawnWorker({ ...config, ...extra });
-    children.push(child);
-    return child;
-  };
-  const lines = async (file: string) =>
-    (await readFile(join(dataDir, file), 'utf8').catch(() => ''))
-      .split('\n')
-      .filter((line) => line.length > 0)
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
-  return { taskQueue, dataDir, client, config, startWorker, lines };
-}
+const setup = () => faultSetup(run, 'faults');
 
 /**
  * Seconds from the activity's start to its HEARTBEAT timeout, for each activity that timed out that
  * way, read from the real history.
  */
 async function heartbeatTimeouts(callId: string): Promise<number[]> {
-  const history = await temporal.workflow.getHandle(callId).fetchHistory();
+  const history = await run.temporal.workflow.getHandle(callId).fetchHistory();
   const events = history.events ?? [];
   const startedAt = new Map<string, number>();
   const seconds: number[] = [];
@@ -204,7 +148,7 @@ describe('worker processes killed mid-call', () => {
       ],
       'STARTED',
     );
-    children.push(dying);
+    run.children.push(dying);
     const callId = dying.lines.find((line) => line.startsWith('STARTED'))!.slice('STARTED '.length);
     await dying.kill();
     const reattached = await context.client.start(request, agent);
