@@ -14,6 +14,7 @@ export async function workerToolSet(config: LoadedConfig, dataDir: string): Prom
   return {
     catalog: config.catalog,
     workflowsPath: config.workflowsPath,
+    ...(config.drainGraceMs !== undefined ? { drainGraceMs: config.drainGraceMs } : {}),
     activities: ({ approvalPublicKeys }) =>
       createActivities({
         tools,

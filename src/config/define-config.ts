@@ -65,6 +65,11 @@ export interface ToolgateConfig {
   readonly breakers?: Readonly<Record<string, BreakerSettings>>;
   /** The task queue the workers poll. Default `toolgate`. */
   readonly taskQueue?: string;
+  /**
+   * How long a stopping worker lets running tools finish, in ms. Default: the longest tool deadline
+   * plus 2 s (at least 5 s). A deploy's stop grace must be longer (docs/operators.md, "Deploys").
+   */
+  readonly drainGraceMs?: number;
   readonly connection?: ConnectionConfig;
   /** Where state lives (the dev server's database, approval keys, tools' files). Default `.toolgate`. */
   readonly dataDir?: string;

@@ -35,6 +35,7 @@ export interface LoadedConfig {
   readonly quotas?: QuotaPolicy;
   readonly breakers?: Readonly<Record<string, BreakerSettings>>;
   readonly taskQueue?: string;
+  readonly drainGraceMs?: number;
   readonly connection?: ConnectionConfig;
   readonly dataDir?: string;
 }
@@ -172,6 +173,7 @@ const configSchema = z.strictObject({
     )
     .optional(),
   taskQueue: z.string().trim().min(1).max(200).optional(),
+  drainGraceMs: z.number().int().min(1_000).max(86_400_000).optional(),
   connection: z
     .strictObject({
       address: z
@@ -277,6 +279,7 @@ export function checkConfig(value: unknown, file: string): LoadedConfig {
     ...(config.quotas ? { quotas: config.quotas } : {}),
     ...(config.breakers ? { breakers: config.breakers } : {}),
     ...(config.taskQueue !== undefined ? { taskQueue: config.taskQueue.trim() } : {}),
+    ...(config.drainGraceMs !== undefined ? { drainGraceMs: config.drainGraceMs } : {}),
     ...(config.connection ? { connection: config.connection } : {}),
     ...(config.dataDir !== undefined
       ? { dataDir: isAbsolute(config.dataDir) ? config.dataDir : resolve(directory, config.dataDir) }

@@ -14,6 +14,7 @@ import type { ToolgateActivities } from '../contracts/activity-types.ts';
 import type { ToolCatalog } from '../contracts/define-tool.ts';
 import { untilAborted } from '../support/until-aborted.ts';
 import { createWorker } from '../worker/create-worker.ts';
+import { drainGraceMsFor } from '../worker/drain-grace.ts';
 import { installRuntimeLogging } from '../worker/runtime-logging.ts';
 import { type DevServer, startDevServer } from './dev-server.ts';
 import { findTemporalCli } from './find-cli.ts';
@@ -27,6 +28,8 @@ export interface EmbeddedToolSet {
   readonly catalog: ToolCatalog;
   /** A module exporting `toolCall` (and `toolUndo`) built with `createToolCallWorkflow(catalog)`. */
   readonly workflowsPath: string;
+  /** How long a stopping worker lets running tools finish; default `drainGraceMsFor(catalog)`. */
+  readonly drainGraceMs?: number;
   /**
    * Builds the worker's activities once the data directory and the approval signer's public key
    * are known; called only when a worker is started.
@@ -239,6 +242,7 @@ async function startToolWorker(
     taskQueue,
     activities,
     workflowsPath: options.tools.workflowsPath,
+    drainGraceMs: options.tools.drainGraceMs ?? drainGraceMsFor(options.tools.catalog),
   });
   undo.push(async () => {
     const late = await creating.catch(() => undefined);

@@ -30,6 +30,12 @@ export interface CreateWorkerOptions {
   readonly workflowBundle?: { readonly code: string };
   readonly identity?: string;
   /**
+   * How long the worker lets its running tools finish once it is told to stop (SIGTERM, or
+   * `shutdown()`), having stopped polling; tools still running then are cancelled. Default 5 s;
+   * `drainGraceMsFor(catalog)` gives one that covers the catalog's longest tool deadline.
+   */
+  readonly drainGraceMs?: number;
+  /**
    * Load zod and the hash once per workflow thread rather than once per workflow (default true):
    * about 4 ms less worker CPU per call. Shared modules are frozen, so workflow code must not call
    * `z.config()` or clear zod's registry; set false for a catalog that does (see
@@ -127,7 +133,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
     // often enough for a cancel to arrive within a fraction of a second.
     maxHeartbeatThrottleInterval: '250 milliseconds',
     defaultHeartbeatThrottleInterval: '250 milliseconds',
-    shutdownGraceTime: '5 seconds',
+    shutdownGraceTime: options.drainGraceMs ?? 5_000,
     ...(options.identity ? { identity: options.identity } : {}),
     ...options.tuning,
   });

@@ -13,7 +13,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { exampleCatalog } from '../../examples/contracts.ts';
 import { searchAttributeNames } from '../../src/contracts/search-attributes.ts';
+import { drainGraceMsFor } from '../../src/worker/drain-grace.ts';
 
 const { PATH = '', TOOLGATE_REQUIRE_COMPOSE } = process.env;
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -484,6 +486,13 @@ describe('docker-compose.yml structure (always runs)', () => {
         true,
       );
     }
+  });
+
+  it("gives the worker a stop grace longer than its drain grace for the examples' longest tool", () => {
+    const grace = String(get(doc, 'services', 'toolgate-worker', 'stop_grace_period'));
+    const seconds = Number(/^(\d+)s$/.exec(grace)?.[1]);
+    // The drain, then a few seconds to close connections and exit.
+    expect(seconds * 1000).toBeGreaterThanOrEqual(drainGraceMsFor(exampleCatalog) + 5_000);
   });
 
   it('mounts the dynamic config that DYNAMIC_CONFIG_FILE_PATH names', () => {

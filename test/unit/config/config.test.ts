@@ -78,6 +78,7 @@ describe('the config file', () => {
       { name: 'Erin', roles: ['editor'], publicKey: join(directory, 'keys', 'erin.pem') },
     ]);
     expect(loaded.taskQueue).toBe('notes');
+    expect(checkConfig({ ...valid(), drainGraceMs: 90_000 }, file).drainGraceMs).toBe(90_000);
     const limited = checkConfig(
       { ...valid(), quotas: { perTool: { add_note: { maxConcurrent: 2 } } }, breakers: { tag_note: {} } },
       file,
@@ -114,6 +115,7 @@ describe('the config file', () => {
       ],
       [{ ...valid(), approvers: [{ name: '' }] }, 'approvers[0].name'],
       [{ ...valid(), taskQueue: '' }, 'taskQueue'],
+      [{ ...valid(), drainGraceMs: 10 }, 'drainGraceMs'],
       [{ ...valid(), catalog: { add_note: tagNote } }, 'catalog.add_note: holds the contract of tag_note'],
       [
         { ...valid(), quotas: { perTool: { add_nots: { maxConcurrent: 1 } } } },
