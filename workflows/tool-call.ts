@@ -27,7 +27,12 @@ import { type CallRecord, keyIsReleased, releasedFailureType } from '../src/cont
 import { checkArguments, previewOf } from '../src/contracts/check-arguments.ts';
 import { lookupTool, type ToolCatalog, type ToolContract } from '../src/contracts/define-tool.ts';
 import { callFingerprint } from '../src/contracts/fingerprint.ts';
-import { checkInputLimits, defaultPayloadLimits, type PayloadLimits } from '../src/contracts/limits.ts';
+import {
+  checkInputLimits,
+  defaultDeadlineGraceMs,
+  defaultPayloadLimits,
+  type PayloadLimits,
+} from '../src/contracts/limits.ts';
 import { describeRequestProblem, type ToolCallRequest } from '../src/contracts/prepare-call.ts';
 import { reasonCodes } from '../src/contracts/reason-codes.ts';
 import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
@@ -97,7 +102,7 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
     catalog,
     limits: options.limits ?? defaultPayloadLimits,
     heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? 2_000,
-    deadlineGraceMs: options.deadlineGraceMs ?? 1_000,
+    deadlineGraceMs: options.deadlineGraceMs ?? defaultDeadlineGraceMs,
     policy: proxyLocalActivities<ToolgateActivities>({
       startToCloseTimeout: '10 seconds',
       retry: { maximumAttempts: 3, initialInterval: '50 milliseconds' },

@@ -207,22 +207,13 @@ export async function acquireIn(
   }
 }
 
-/** The server's refusal of an update because too many are in flight on the workflow. */
+/**
+ * The server's refusal of an update because too many are in flight on the workflow. The client
+ * raises it as a plain Error, without a gRPC status: its message is all there is to go by.
+ */
 function isUpdateBackpressure(error: unknown): boolean {
-  const seen = new Set<unknown>();
-  for (let cause = error; cause instanceof Error && !seen.has(cause); cause = cause.cause) {
-    seen.add(cause);
-    if (
-      /in-flight updates/i.test(cause.message) ||
-      (cause as { code?: unknown }).code === grpcResourceExhausted
-    ) {
-      return true;
-    }
-  }
-  return false;
+  return error instanceof Error && /in-flight updates/i.test(error.message);
 }
-
-const grpcResourceExhausted = 8;
 
 /** Hands a slot back. An entity that does not exist holds nothing. */
 export async function signalRelease(context: GateContext, scope: string, callId: string, refund = false) {

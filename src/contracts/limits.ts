@@ -22,6 +22,12 @@ export interface PayloadLimits {
  */
 export const maxRequestedToolNameLength = 128;
 
+/**
+ * How much longer than a tool's own deadline the server's start-to-close timer runs, so the executor's
+ * deadline fires first; a stopping worker waits this long past the deadline too.
+ */
+export const defaultDeadlineGraceMs = 1_000;
+
 export const defaultPayloadLimits: PayloadLimits = {
   maxInputBytes: 256 * 1024,
   maxDepth: 32,

@@ -1,4 +1,5 @@
 import type { ToolCatalog } from '../contracts/define-tool.ts';
+import { defaultDeadlineGraceMs } from '../contracts/limits.ts';
 
 /** The least a worker waits for its running tools after SIGTERM. */
 const minimumDrainGraceMs = 5_000;
@@ -10,7 +11,7 @@ const minimumDrainGraceMs = 5_000;
  * and a call whose tool may have acted ends in doubt, so a deploy's stop grace (compose's
  * `stop_grace_period`, Kubernetes' `terminationGracePeriodSeconds`) must exceed this.
  */
-export function drainGraceMsFor(catalog: ToolCatalog, deadlineGraceMs = 1_000): number {
+export function drainGraceMsFor(catalog: ToolCatalog, deadlineGraceMs = defaultDeadlineGraceMs): number {
   let longest = 0;
   for (const contract of Object.values(catalog)) longest = Math.max(longest, contract.timeoutMs);
   return Math.max(minimumDrainGraceMs, longest + deadlineGraceMs + 1_000);

@@ -8,9 +8,9 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQuotaGate } from '../../activities/safety/admission-gates.ts';
 import { modelResultForRecord } from '../../src/agent/model-messages.ts';
-import { decisionClaims } from '../../src/client/approval-signer.ts';
 import { type CallRecord, releasedFailureType } from '../../src/contracts/call-record.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
+import { sendForgedThenSigned } from '../support/nonce-forgery.ts';
 import { waitFor } from '../support/wait.ts';
 
 describe('defects found from outside', () => {
@@ -111,18 +111,8 @@ describe('defects found from outside', () => {
       (await harness.client.get(started.callId))?.status === 'awaiting_approval' ? true : undefined,
     );
     const record = await harness.client.get(started.callId);
-    const claims = decisionClaims({
-      callId: started.callId,
-      runId: started.runId ?? '',
-      decision: 'approve',
-      approver: 'alice',
-      approverKind: 'human',
-      roles: [],
-      fingerprint: record!.fingerprint,
-    });
     // Someone who saw the nonce sends it first, unsigned; then the approver's own decision arrives.
-    await harness.client.sendDecision(started.callId, { claims, signature: 'AAAA' });
-    await harness.client.sendDecision(started.callId, harness.signer.sign(claims));
+    const claims = await sendForgedThenSigned(harness.client, started, record!.fingerprint, harness.signer);
     const closed = await harness.client.result(started.callId);
     expect(closed).toMatchObject({ status: 'succeeded', effect: 'applied' });
     expect(closed.approval?.decisionNonce).toBe(claims.nonce);

@@ -79,5 +79,5 @@ export async function faultSetup(run: FaultRun, prefix: string, extra: Partial<W
       .split('\n')
       .filter((line) => line.length > 0)
       .map((line) => JSON.parse(line) as Record<string, unknown>);
-  return { taskQueue, dataDir, client, config, startWorker, lines };
+  return { taskQueue, dataDir, client, startWorker, lines };
 }
