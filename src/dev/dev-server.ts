@@ -91,6 +91,19 @@ const dynamicConfigValues = [
   'system.forceSearchAttributesCacheRefreshOnRead=false',
 ] as const;
 
+/**
+ * SQLite settings of the embedded server. A write-ahead log commits with one sync of the log
+ * instead of a rollback journal's several, and `synchronous=full` keeps every commit durable, as
+ * before: a commit the server acknowledged survives a power cut. Measured with 100 cancels at once
+ * (test/faults/mass-cancel.test.ts): the cancels' workflow tasks completed p99 1.3–2.0 s after the
+ * cancel with the default journal, 0.5–0.95 s with the log (docs/design.md "Liveness and
+ * cancellation").
+ */
+const sqlitePragmas = ['journal_mode=wal', 'synchronous=full'] as const;
+
+/** The files SQLite keeps beside a database in write-ahead-log mode. */
+const walSuffixes = ['-wal', '-shm'] as const;
+
 const stopGraceMilliseconds = 10_000;
 const pollIntervalMilliseconds = 250;
 const cliCommandTimeoutMilliseconds = 10_000;
@@ -167,7 +180,7 @@ async function startClaimed(
         preferredUiPort = 0;
       } else if (error instanceof IncompleteDatabaseError && !movedIncompleteDatabase) {
         const asideFile = `${dbFile}.incomplete-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-        await rename(dbFile, asideFile);
+        await moveDatabase(dbFile, asideFile);
         movedIncompleteDatabase = true;
         onProgress(
           `${dbFile} has no Temporal schema (an earlier first start was interrupted); ` +
@@ -194,6 +207,16 @@ class IncompleteDatabaseError extends ToolgateError {
   }
 }
 
+/** Renames a database with its write-ahead log: a new file must never start from the old log. */
+async function moveDatabase(dbFile: string, asideFile: string): Promise<void> {
+  await rename(dbFile, asideFile);
+  for (const suffix of walSuffixes) {
+    await rename(`${dbFile}${suffix}`, `${asideFile}${suffix}`).catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    });
+  }
+}
+
 /**
  * start-dev creates the schema only when the DB file does not exist, so a file left empty by a
  * first start that was killed early would make every later start fail. An empty file holds no
@@ -203,6 +226,7 @@ async function removeEmptyDatabase(dbFile: string, onProgress: (line: string) =>
   try {
     if ((await stat(dbFile)).size === 0) {
       await unlink(dbFile);
+      for (const suffix of walSuffixes) await unlink(`${dbFile}${suffix}`).catch(() => undefined);
       onProgress(`Removed the empty DB file ${dbFile} left by an interrupted start.`);
     }
   } catch (error) {
@@ -261,6 +285,7 @@ async function startOnce(options: ResolvedOptions): Promise<DevServer> {
       `${attribute.name}=${attribute.type}`,
     ]),
     ...dynamicConfigValues.flatMap((value) => ['--dynamic-config-value', value]),
+    ...sqlitePragmas.flatMap((pragma) => ['--sqlite-pragma', pragma]),
     ...(options.extraArgs ?? []),
   ];
 
