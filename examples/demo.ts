@@ -73,7 +73,7 @@ const cases: DemoCase[] = [
       );
       await waitForStatus(client, started.callId, 'running');
       await new Promise((resolve) => setTimeout(resolve, 300));
-      return { record: await client.cancel(started.callId) };
+      return { record: await client.cancelAndWait(started.callId) };
     },
   },
   {

@@ -99,8 +99,10 @@ export type {
 export { NotACallError, ToolgateOperations, UnknownRunError } from './client/operations.ts';
 export type {
   CallRequest,
+  CancelReceipt,
   DecisionOptions,
   DecisionOutcome,
+  ResultOptions,
   StartDisposition,
   StartedCall,
   StartOptions,

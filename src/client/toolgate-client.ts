@@ -622,21 +622,34 @@ export class ToolgateClient {
   }
 
   /**
+   * Asks the server to cancel a call and returns as soon as the request is recorded in the call's
+   * history, without waiting for the tool to stop (docs/design.md "Deadlines and cancellation"):
+   * `requested`, or `closed` when the call had already closed and there is nothing to cancel. How
+   * the call ended is its record: `result(callId)`, or `cancelAndWait`. An unknown ID throws
+   * `WorkflowNotFoundError`.
+   */
+  async cancel(callId: string): Promise<CancelReceipt> {
+    const handle = this.temporal.workflow.getHandle(callId);
+    try {
+      await handle.cancel();
+      return { callId, state: 'requested' };
+    } catch (error) {
+      // The server answers "not found" for a call that has already closed, including one that
+      // closed after the caller last looked; describe() tells that from an unknown ID.
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+      await handle.describe();
+      return { callId, state: 'closed' };
+    }
+  }
+
+  /**
    * Cancels a call and waits until it has really stopped. Returns its final record: `cancelled`, or
    * `denied` with `CANCELLED` if it was waiting for a human, when the cancel stopped it; any other
    * status when the call closed on its own first (its tool finished before it saw the cancel, or
    * the call had already closed).
    */
-  async cancel(callId: string, options: ResultOptions = {}): Promise<CallRecord> {
-    const handle = this.temporal.workflow.getHandle(callId);
-    try {
-      await handle.cancel();
-    } catch (error) {
-      // The server answers "not found" for a call that has already closed, including one that
-      // closed after the caller last looked: its record is the answer. An unknown ID still fails
-      // below, as not found.
-      if (!(error instanceof WorkflowNotFoundError)) throw error;
-    }
+  async cancelAndWait(callId: string, options: ResultOptions = {}): Promise<CallRecord> {
+    await this.cancel(callId);
     return this.result(callId, undefined, options);
   }
 
@@ -780,6 +793,17 @@ function sawNoPoller(error: unknown): boolean {
     }
   }
   return false;
+}
+
+/** What `cancel()` answers, once the server has recorded the request or found the call closed. */
+export interface CancelReceipt {
+  readonly callId: string;
+  /**
+   * `requested`: the cancel is in the call's history; the call stops at its next step and its
+   * record says how it ended (`cancelled`, `denied`/`CANCELLED` while it waited for a human, or the
+   * tool's own outcome if it finished first). `closed`: the call had already closed.
+   */
+  readonly state: 'requested' | 'closed';
 }
 
 /** Options for waiting on a call's result. */

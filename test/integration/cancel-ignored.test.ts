@@ -48,7 +48,7 @@ describe('cancelling an irreversible call whose tool ignores its signal', () => 
     expect(started.disposition).toBe('started');
     await waitFor(async () => ((await logged(started.callId, 'start')).length > 0 ? true : undefined));
 
-    const record = await client.cancel(started.callId);
+    const record = await client.cancelAndWait(started.callId);
     const elapsed = Date.now() - startedAt;
     expect(record).toMatchObject({
       status: 'cancelled',
@@ -102,6 +102,6 @@ describe('cancelling an irreversible call whose tool ignores its signal', () => 
     const again = await run('cancel', started.callId);
     expect(again.code).toBe(4);
     expect(String(again.json['error'])).toContain('already closed (succeeded)');
-    expect(await client.cancel(started.callId)).toEqual(cancel.json['record']);
+    expect(await client.cancelAndWait(started.callId)).toEqual(cancel.json['record']);
   });
 });

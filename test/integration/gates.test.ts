@@ -295,7 +295,7 @@ describe('the five gates against a real dev server', () => {
         ? true
         : undefined,
     );
-    const record = await harness.client.cancel(started.callId);
+    const record = await harness.client.cancelAndWait(started.callId);
     const elapsed = Date.now() - startedAt;
     // The caller's intent wins over the deadline that ended the wait: never a retryable TIMEOUT.
     expect(record).toMatchObject({ status: 'cancelled', reason: 'CANCELLED', effect: 'none', attempts: 1 });
@@ -317,7 +317,7 @@ describe('the five gates against a real dev server', () => {
         ? true
         : undefined,
     );
-    const record = await harness.client.cancel(started.callId);
+    const record = await harness.client.cancelAndWait(started.callId);
     expect(record).toMatchObject({ status: 'cancelled', reason: 'CANCELLED', effect: 'none' });
     const stopped = (await executions('slow_search')).find(
       (line) => line['callId'] === started.callId && line['event'] === 'stopped',
@@ -572,7 +572,7 @@ describe('the five gates against a real dev server', () => {
     it('cancelling while awaiting approval means nothing runs', async () => {
       const started = await harness.client.start(transfer('t-cancel'), agent);
       await approvedRecord(started.callId);
-      const record = await harness.client.cancel(started.callId);
+      const record = await harness.client.cancelAndWait(started.callId);
       expect(record).toMatchObject({ status: 'denied', reason: 'CANCELLED', effect: 'none' });
       const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
       expect(ledger.filter((line) => line['reference'] === 't-cancel')).toHaveLength(0);
@@ -621,7 +621,10 @@ describe('the five gates against a real dev server', () => {
       } finally {
         await harness.startWorker();
       }
-      expect(await harness.client.cancel(started.callId)).toMatchObject({ status: 'denied', effect: 'none' });
+      expect(await harness.client.cancelAndWait(started.callId)).toMatchObject({
+        status: 'denied',
+        effect: 'none',
+      });
     });
 
     it('reads one page of a long history on a start with its key (forged decisions made it long)', async () => {
@@ -761,7 +764,7 @@ describe('approval expiry', () => {
     // The key was released because nothing ran: the same request may be sent again.
     const again = await harness.client.start(transfer('t-expire'), agent);
     expect(again.disposition).toBe('started');
-    await harness.client.cancel(again.callId);
+    await harness.client.cancelAndWait(again.callId);
   });
 });
 

@@ -48,9 +48,9 @@ describe('waiting on a call that no worker serves', () => {
     const description = await orphanClient.temporal.workflow.getHandle(started.callId).describe();
     expect(description.status.name).toBe('RUNNING');
     // cancel waits the same way: the cancel is asked for, but nothing can carry it out.
-    await expect(orphanClient.cancel(started.callId, { noWorkerAfterMs: 1_500 })).rejects.toBeInstanceOf(
-      NoWorkerAnsweredError,
-    );
+    await expect(
+      orphanClient.cancelAndWait(started.callId, { noWorkerAfterMs: 1_500 }),
+    ).rejects.toBeInstanceOf(NoWorkerAnsweredError);
   });
 
   it('the CLI: call and cancel exit 6 with what to do, instead of hanging, and the call stays open', async () => {

@@ -130,7 +130,7 @@ describe('validation recorded in history (gate protocol 3)', () => {
       // Nothing moved, so the key is free: the same transfer under the new schema's cap goes through.
       const retried = await harness.client.start(transfer('P3-TIGHT', 300), agent);
       expect(retried.disposition).toBe('started');
-      await harness.client.cancel(retried.callId);
+      await harness.client.cancelAndWait(retried.callId);
       expect(await harness.client.result(retried.callId)).toMatchObject({
         status: 'denied',
         reason: 'CANCELLED',

@@ -42,7 +42,7 @@ function createPeer(
   const cancelled: string[] = [];
   const client = Object.assign(fake, {
     cancelled,
-    async cancel(callId: string): Promise<CallRecord> {
+    async cancelAndWait(callId: string): Promise<CallRecord> {
       cancelled.push(callId);
       return createRecord({ callId, status: 'cancelled', reason: 'CANCELLED' });
     },
