@@ -16,7 +16,11 @@ import {
 } from '../src/contracts/activity-types.ts';
 import { type ArgumentCheck, checkArguments, previewOf } from '../src/contracts/check-arguments.ts';
 import type { ToolCatalog, ToolContract } from '../src/contracts/define-tool.ts';
-import { defaultPayloadLimits, type PayloadLimits } from '../src/contracts/limits.ts';
+import {
+  heartbeatIntervalMs as defaultHeartbeatIntervalMs,
+  defaultPayloadLimits,
+  type PayloadLimits,
+} from '../src/contracts/limits.ts';
 import {
   type Admission,
   type AdmissionGate,
@@ -94,7 +98,7 @@ export function createActivities(options: CreateActivitiesOptions): ToolgateActi
         (options.compensations ?? []).map((compensation) => [compensation.name, compensation]),
       ),
       limits: options.limits ?? defaultPayloadLimits,
-      heartbeatIntervalMs: options.heartbeatIntervalMs ?? 200,
+      heartbeatIntervalMs: options.heartbeatIntervalMs ?? defaultHeartbeatIntervalMs,
       logger,
     },
   };

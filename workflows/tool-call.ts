@@ -30,7 +30,9 @@ import { callFingerprint } from '../src/contracts/fingerprint.ts';
 import {
   checkInputLimits,
   defaultDeadlineGraceMs,
+  defaultLivenessMs,
   defaultPayloadLimits,
+  livenessTimeoutFor,
   type PayloadLimits,
 } from '../src/contracts/limits.ts';
 import { describeRequestProblem, type ToolCallRequest } from '../src/contracts/prepare-call.ts';
@@ -57,7 +59,11 @@ export { keyIsReleased };
 
 export interface ToolCallWorkflowOptions {
   readonly limits?: PayloadLimits;
-  /** How often an executing tool must heartbeat before the server presumes its worker dead. */
+  /**
+   * The liveness window: a tool whose attempt may run longer than this gets it as its heartbeat
+   * timeout, so a dead worker is noticed sooner than the tool's deadline; a shorter tool's attempt
+   * ends at its start-to-close (its deadline plus the grace). Default 15 s.
+   */
   readonly heartbeatTimeoutMs?: number;
   /** Extra time the server's start-to-close timer allows past the executor's own deadline. */
   readonly deadlineGraceMs?: number;
@@ -101,7 +107,7 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
   const settings: GateSettings = {
     catalog,
     limits: options.limits ?? defaultPayloadLimits,
-    heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? 2_000,
+    heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? defaultLivenessMs,
     deadlineGraceMs: options.deadlineGraceMs ?? defaultDeadlineGraceMs,
     policy: proxyLocalActivities<ToolgateActivities>({
       startToCloseTimeout: '10 seconds',
@@ -369,9 +375,11 @@ function executor(tool: ToolContract, settings: GateSettings): ToolgateActivitie
       cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     });
   }
+  const startToCloseMs = tool.timeoutMs + settings.deadlineGraceMs;
+  const heartbeatTimeout = livenessTimeoutFor(startToCloseMs, settings.heartbeatTimeoutMs);
   return proxyActivities<ToolgateActivities>({
-    startToCloseTimeout: tool.timeoutMs + settings.deadlineGraceMs,
-    heartbeatTimeout: settings.heartbeatTimeoutMs,
+    startToCloseTimeout: startToCloseMs,
+    ...(heartbeatTimeout === undefined ? {} : { heartbeatTimeout }),
     retry,
     // Without this the workflow would report "cancelled" while the tool may still be running.
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,

@@ -1,6 +1,7 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { ToolFailureDetails, ToolgateActivities } from '../src/contracts/activity-types.ts';
 import { lookupTool, type ToolCatalog } from '../src/contracts/define-tool.ts';
+import { defaultDeadlineGraceMs, livenessTimeoutFor } from '../src/contracts/limits.ts';
 import { type ToolUndoRequest, type ToolUndoResult, undoFailedType } from '../src/contracts/undo.ts';
 
 export type { ToolUndoRequest, ToolUndoResult };
@@ -21,9 +22,11 @@ export function createToolUndoWorkflow(catalog: ToolCatalog) {
         message: `${request.tool} is not a reversible tool with a compensation, so it cannot be undone.`,
       });
     }
+    const startToCloseMs = contract.timeoutMs + defaultDeadlineGraceMs;
+    const heartbeatTimeout = livenessTimeoutFor(startToCloseMs);
     const activities = proxyActivities<ToolgateActivities>({
-      startToCloseTimeout: contract.timeoutMs + 1_000,
-      heartbeatTimeout: 2_000,
+      startToCloseTimeout: startToCloseMs,
+      ...(heartbeatTimeout === undefined ? {} : { heartbeatTimeout }),
       retry: {
         maximumAttempts: contract.retry.maximumAttempts,
         initialInterval: contract.retry.initialIntervalMs,

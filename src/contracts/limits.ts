@@ -28,6 +28,29 @@ export const maxRequestedToolNameLength = 128;
  */
 export const defaultDeadlineGraceMs = 1_000;
 
+/**
+ * Liveness (docs/design.md "Liveness and cancellation"): a tool whose attempt may run longer than
+ * this (deadline plus grace) gets it as a heartbeat timeout, so a dead worker is noticed within
+ * it; a shorter tool relies on its start-to-close alone. Long enough that a busy worker is never
+ * taken for a dead one: the worst start delay measured under CPU starvation was 6.7 s on a loaded
+ * two-core cluster, 0.6 s on the dev server with one busy loop per core.
+ */
+export function livenessTimeoutFor(
+  startToCloseMs: number,
+  livenessMs = defaultLivenessMs,
+): number | undefined {
+  return startToCloseMs > livenessMs ? livenessMs : undefined;
+}
+
+export const defaultLivenessMs = 15_000;
+
+/**
+ * How often a running tool heartbeats; the worker's heartbeat throttle is the same. A cancel
+ * reaches a tool only in a heartbeat's answer, so this bounds how long a cancel waits at the
+ * tool: three heartbeat requests per second per running tool.
+ */
+export const heartbeatIntervalMs = 333;
+
 export const defaultPayloadLimits: PayloadLimits = {
   maxInputBytes: 256 * 1024,
   maxDepth: 32,

@@ -12,6 +12,7 @@ import {
 } from '@temporalio/worker';
 import { defaultTaskQueue } from '../client/connection-settings.ts';
 import type { ToolgateActivities } from '../contracts/activity-types.ts';
+import { heartbeatIntervalMs } from '../contracts/limits.ts';
 import { modulePath } from '../support/module-path.ts';
 import { keepModernSyntax } from './bundle-syntax.ts';
 import { sharedLibrariesBundlerOptions } from './shared-libraries.ts';
@@ -129,10 +130,11 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
           bundlerOptions: toolgateBundlerOptions(options.shareLibraries),
         }),
     activities: options.activities as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>,
-    // Cancellation reaches an activity only with a heartbeat response, so heartbeats must flow
-    // often enough for a cancel to arrive within a fraction of a second.
-    maxHeartbeatThrottleInterval: '250 milliseconds',
-    defaultHeartbeatThrottleInterval: '250 milliseconds',
+    // Cancellation reaches an activity only with a heartbeat response: the throttle matches the
+    // executor's heartbeat, three requests per second per running tool (docs/design.md "Liveness
+    // and cancellation"); the SDK's default would wait up to 0.8 × the heartbeat timeout.
+    maxHeartbeatThrottleInterval: heartbeatIntervalMs,
+    defaultHeartbeatThrottleInterval: heartbeatIntervalMs,
     shutdownGraceTime: options.drainGraceMs ?? 5_000,
     ...(options.identity ? { identity: options.identity } : {}),
     ...options.tuning,

@@ -3,13 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { exampleToolSet } from '../../examples/tool-set.ts';
-import { type DevServer, findTemporalCli, startDevServer } from '../../src/dev/index.ts';
+import { type DevServer, findFreePort, findTemporalCli, startDevServer } from '../../src/dev/index.ts';
 import { bundleToolgateWorkflows } from '../../src/worker/create-worker.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     temporalAddress: string;
     temporalCliPath: string;
+    /** The server's Prometheus endpoint: what tests count requests with. */
+    temporalMetricsUrl: string;
     workflowBundle: string;
   }
 }
@@ -26,16 +28,19 @@ export async function setup(project: TestProject): Promise<void> {
     onProgress: (line) => process.stderr.write(`[temporal cli] ${line}\n`),
   });
   directory = await mkdtemp(join(tmpdir(), 'toolgate-test-'));
+  const metricsPort = await findFreePort(0, '127.0.0.1');
   server = await startDevServer({
     cli,
     dbFile: join(directory, 'temporal.db'),
     grpcPort: 0,
     uiPort: 0,
     headless: true,
+    extraArgs: ['--metrics-port', String(metricsPort)],
   });
   const bundle = await bundleToolgateWorkflows(exampleToolSet.workflowsPath);
   project.provide('temporalAddress', server.address);
   project.provide('temporalCliPath', cli.path);
+  project.provide('temporalMetricsUrl', `http://127.0.0.1:${metricsPort}/metrics`);
   project.provide('workflowBundle', bundle.code);
 }
 
