@@ -28,7 +28,10 @@ export class CallClosed {}
 export interface GateSettings {
   readonly catalog: ToolCatalog;
   readonly limits: PayloadLimits;
-  /** How often an executing tool must heartbeat before the server presumes its worker dead. */
+  /**
+   * The liveness window: the heartbeat timeout of a tool whose attempt may run longer than this;
+   * a shorter one has none (docs/design.md "Liveness and cancellation").
+   */
   readonly heartbeatTimeoutMs: number;
   /** Extra time the server's start-to-close timer allows past the executor's own deadline. */
   readonly deadlineGraceMs: number;

@@ -44,10 +44,10 @@ export interface McpLogEvent {
 
 export interface McpServerOptions extends Omit<RunToolCallsOptions, 'client' | 'catalog'> {
   /**
-   * The toolgate client. With a `cancelAndWait` method (ToolgateClient has one),
-   * `notifications/cancelled` for a `tools/call` cancels the toolgate call that request started.
+   * The toolgate client. With a `cancel` method (ToolgateClient has one), `notifications/cancelled`
+   * for a `tools/call` cancels the toolgate call that request started.
    */
-  readonly client: ToolgateCaller & Partial<Pick<ToolgateClient, 'cancelAndWait'>>;
+  readonly client: ToolgateCaller & Partial<Pick<ToolgateClient, 'cancel'>>;
   /** The tools to serve: `tools/list` lists them, with JSON Schema built from their contracts. */
   readonly catalog: ToolCatalog | readonly ToolContract[];
   /** Serve only these tools. A `tools/call` of another catalog tool is refused `NOT_ALLOWED`. */
@@ -672,13 +672,16 @@ function cancellableCaller(
   return {
     start: async (...args) => {
       const started = await client.start(...args);
-      const cancel = client.cancelAndWait?.bind(client);
+      const cancel = client.cancel?.bind(client);
       if (cancel && started.disposition === 'started' && started.callId !== '') {
         const cancelCall = (): void => {
           if (!request.cancelledByClient) return;
           cancel(started.callId).then(
-            (record) =>
-              log({ level: 'info', message: `Cancelled ${started.callId}; it ended ${record.status}.` }),
+            () =>
+              log({
+                level: 'info',
+                message: `Cancel of ${started.callId} sent; its record says how it ended.`,
+              }),
             (error: unknown) =>
               log({ level: 'error', message: `Could not cancel ${started.callId}.`, error }),
           );

@@ -622,24 +622,16 @@ export class ToolgateClient {
   }
 
   /**
-   * Asks the server to cancel a call and returns as soon as the request is recorded in the call's
-   * history, without waiting for the tool to stop (docs/design.md "Deadlines and cancellation"):
-   * `requested`, or `closed` when the call had already closed and there is nothing to cancel. How
-   * the call ended is its record: `result(callId)`, or `cancelAndWait`. An unknown ID throws
+   * Asks the server to cancel a call and returns as soon as it has accepted the request, without
+   * waiting for the tool to stop (docs/design.md "Liveness and cancellation"). An open call then
+   * has the cancel in its history and stops at its next step; a call that had already closed is
+   * left as it was (the server accepts that cancel and changes nothing). Either way its record says
+   * how it ended: `result(callId)`, or `cancelAndWait` to do both. An unknown ID throws
    * `WorkflowNotFoundError`.
    */
   async cancel(callId: string): Promise<CancelReceipt> {
-    const handle = this.temporal.workflow.getHandle(callId);
-    try {
-      await handle.cancel();
-      return { callId, state: 'requested' };
-    } catch (error) {
-      // The server answers "not found" for a call that has already closed, including one that
-      // closed after the caller last looked; describe() tells that from an unknown ID.
-      if (!(error instanceof WorkflowNotFoundError)) throw error;
-      await handle.describe();
-      return { callId, state: 'closed' };
-    }
+    await this.temporal.workflow.getHandle(callId).cancel();
+    return { callId };
   }
 
   /**
@@ -795,15 +787,9 @@ function sawNoPoller(error: unknown): boolean {
   return false;
 }
 
-/** What `cancel()` answers, once the server has recorded the request or found the call closed. */
+/** What `cancel()` answers once the server has accepted the cancel. */
 export interface CancelReceipt {
   readonly callId: string;
-  /**
-   * `requested`: the cancel is in the call's history; the call stops at its next step and its
-   * record says how it ended (`cancelled`, `denied`/`CANCELLED` while it waited for a human, or the
-   * tool's own outcome if it finished first). `closed`: the call had already closed.
-   */
-  readonly state: 'requested' | 'closed';
 }
 
 /** Options for waiting on a call's result. */

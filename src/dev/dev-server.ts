@@ -96,7 +96,7 @@ const dynamicConfigValues = [
  * instead of a rollback journal's several, and `synchronous=full` keeps every commit durable, as
  * before: a commit the server acknowledged survives a power cut. Measured with 100 cancels at once
  * (test/faults/mass-cancel.test.ts): the cancels' workflow tasks completed p99 1.3–2.0 s after the
- * cancel with the default journal, 0.5–0.95 s with the log (docs/design.md "Liveness and
+ * cancel with the default journal, 0.45–0.95 s with the log (docs/design.md "Liveness and
  * cancellation").
  */
 const sqlitePragmas = ['journal_mode=wal', 'synchronous=full'] as const;
@@ -207,33 +207,35 @@ class IncompleteDatabaseError extends ToolgateError {
   }
 }
 
-/** Renames a database with its write-ahead log: a new file must never start from the old log. */
+/**
+ * Renames a database with its write-ahead log: a new file must never start from the old log, so
+ * the log goes first and the main file last (a crash in between leaves the old database whole).
+ */
 async function moveDatabase(dbFile: string, asideFile: string): Promise<void> {
-  await rename(dbFile, asideFile);
   for (const suffix of walSuffixes) {
-    await rename(`${dbFile}${suffix}`, `${asideFile}${suffix}`).catch((error: unknown) => {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    });
+    await rename(`${dbFile}${suffix}`, `${asideFile}${suffix}`).catch(ignoreMissing);
   }
+  await rename(dbFile, asideFile);
 }
 
 /**
  * start-dev creates the schema only when the DB file does not exist, so a file left empty by a
- * first start that was killed early would make every later start fail. An empty file holds no
- * data, so removing it loses nothing.
+ * first start that was killed early would make every later start fail. An empty file with no
+ * write-ahead log beside it (or an empty one) holds no data, so removing it loses nothing.
  */
 async function removeEmptyDatabase(dbFile: string, onProgress: (line: string) => void): Promise<void> {
-  try {
-    if ((await stat(dbFile)).size === 0) {
-      await unlink(dbFile);
-      for (const suffix of walSuffixes) await unlink(`${dbFile}${suffix}`).catch(() => undefined);
-      onProgress(`Removed the empty DB file ${dbFile} left by an interrupted start.`);
-    }
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-      throw error;
-    }
-  }
+  const size = async (file: string) => (await stat(file).catch(ignoreMissing))?.size ?? 0;
+  if ((await stat(dbFile).catch(ignoreMissing)) === undefined) return;
+  if ((await size(dbFile)) > 0 || (await size(`${dbFile}-wal`)) > 0) return;
+  for (const suffix of walSuffixes) await unlink(`${dbFile}${suffix}`).catch(ignoreMissing);
+  await unlink(dbFile);
+  onProgress(`Removed the empty DB file ${dbFile} left by an interrupted start.`);
+}
+
+/** For a file operation whose file may not exist: a missing file is not an error. */
+function ignoreMissing(error: unknown): undefined {
+  if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+  throw error;
 }
 
 type ResolvedOptions = DevServerOptions & {

@@ -7,8 +7,8 @@ import { mapLimited } from '../support/map-limited.ts';
 
 /**
  * A worker starved of CPU must not turn calls whose tool returned into "unknown", nor run a readonly
- * tool twice: liveness is the activity's start-to-close (the tool's deadline plus the deadline
- * grace), not a short heartbeat timeout that a busy machine misses (docs/design.md "Liveness").
+ * tool twice. A tool of these (deadline 5 s or 30 s) has no heartbeat timeout or a 15 s one, not
+ * the short one a busy machine misses (docs/design.md "Liveness and cancellation").
  */
 const run = useFaultRun('toolgate-starved-');
 

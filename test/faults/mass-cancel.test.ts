@@ -124,7 +124,9 @@ describe('cancelling 100 running tools at once', () => {
       // About three heartbeats a second per running tool (the throttle is 333 ms), not a flood.
       expect(result.heartbeatsPerToolSecond).toBeGreaterThan(2);
       expect(result.heartbeatsPerToolSecond).toBeLessThan(3.5);
-      expect(result.cancels.every((cancel) => cancel.receipt.state === 'requested')).toBe(true);
+      expect(result.cancels.map((cancel) => cancel.receipt.callId)).toEqual(
+        result.cancels.map((cancel) => cancel.callId),
+      );
       expect(Math.max(...result.returned)).toBeLessThanOrEqual(2_000);
       // Every tool saw its abort (none missing: NaN), and none ran on to its end.
       expect(result.toAbort.filter((delay) => Number.isNaN(delay))).toEqual([]);
@@ -132,9 +134,9 @@ describe('cancelling 100 running tools at once', () => {
       expect(result.records.map((record) => `${record.status}/${record.effect}`)).toEqual(
         result.records.map(() => 'cancelled/none'),
       );
-      // The issue's target is p99 ≤ 1 s. On a two-core machine with the single-writer SQLite
-      // server, rounds measure 0.85–1.2 s (the A/A pair straddles it): the bound here is what
-      // separates this path from the old one (p99 1.6–2.3 s), not the target.
+      // The aim is p99 ≤ 1 s (docs/design.md "Liveness and cancellation"). On a two-core machine
+      // with the single-writer SQLite server, rounds measure 0.85–1.25 s (the A/A pair straddles
+      // it): this bound separates the path from the old one (p99 1.6–2.3 s), not from the aim.
       expect(quantile(result.toAbort, 0.99)).toBeLessThanOrEqual(1_500);
     }
   });

@@ -81,8 +81,9 @@ describe('worker processes killed mid-call', () => {
     expect(executions.filter((line) => line['event'] === 'start')).toHaveLength(2);
     expect(executions.filter((line) => line['event'] === 'finished')).toHaveLength(1);
     // slow_search may run 30 s, longer than the 15 s liveness window, so its attempt has a 15 s
-    // heartbeat timeout (docs/design.md "Liveness and cancellation"); then a new worker, the 3 s
-    // search again, and the workflow task's 10 s fall-back from the dead worker's sticky queue.
+    // heartbeat timeout (docs/design.md "Liveness and cancellation"); then the 3 s search again on
+    // the new worker. By then the dead worker's sticky queue has had no poller for over 10 s, so
+    // the workflow task goes straight to the shared queue (measured: about 19 s in all).
     expect(recoveredAfterMs).toBeLessThan(35_000);
     // The retried attempt records that the first one ended by HEARTBEAT timeout.
     expect(await activityTimeouts(started.callId, 'heartbeat')).toEqual([-1]);
@@ -120,12 +121,13 @@ describe('worker processes killed mid-call', () => {
     expect(record.message).toMatch(/Do not repeat it/);
     // write_report's deadline is 5 s, inside the liveness window: its start-to-close (deadline +
     // 1 s grace) ends the attempt. The stated delay after that: the workflow task waits up to 10 s
-    // for the dead worker's sticky queue to fall back to the shared one, then runs in well under 1 s.
+    // for the dead worker's sticky queue to fall back to the shared one, then runs in well under a
+    // second (measured: closed about 16 s after the kill; the bound leaves room for a loaded box).
     const timeouts = await activityTimeouts(started.callId, 'startToClose');
     expect(timeouts).toHaveLength(1);
     expect(timeouts[0]!).toBeGreaterThanOrEqual(5.9);
     expect(timeouts[0]!).toBeLessThan(7);
-    expect(closedAfterMs).toBeLessThan(5_000 + 1_000 + 11_000);
+    expect(closedAfterMs).toBeLessThan(5_000 + 1_000 + 10_000 + 4_000);
 
     const again = await context.client.start(request, agent);
     expect(again.disposition).toBe('existing');

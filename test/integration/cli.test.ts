@@ -5,9 +5,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type CliRunner, createCliRunner, exampleConfig, exampleEnv } from '../support/cli-runner.ts';
-import { createHarness, type Harness } from '../support/harness.ts';
+import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { scheduledActivityTypes } from '../support/history.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -660,6 +661,39 @@ describe('toolgate CLI (the real binary, as a process)', () => {
 
     const rejected = await run('reject', id, '--as', 'alice', '--reason', 'limits test done');
     expect(rejected.code).toBe(0);
+  });
+
+  it('cancel --no-wait returns once the cancel is recorded; a closed call is left as it was; an unknown ID is not found', async () => {
+    const started = await harness.client.start(
+      { tool: 'slow_search', input: { query: 'no wait', delayMs: 20_000 } },
+      agent,
+    );
+    await waitFor(async () =>
+      (await harness.readLines(harness.tools.paths.executionsFile)).some(
+        (line) => line['callId'] === started.callId && line['event'] === 'start',
+      )
+        ? true
+        : undefined,
+    );
+    const cancelled = await run('cancel', '--no-wait', started.callId);
+    expect(cancelled.code).toBe(0);
+    expect(cancelled.json).toEqual({ ok: true, callId: started.callId });
+    // The stop is the record's to report, as ever.
+    expect(await harness.client.result(started.callId)).toMatchObject({
+      status: 'cancelled',
+      effect: 'none',
+    });
+    // A cancel of a closed call is accepted and changes nothing; the CLI says there is nothing to do.
+    expect(await harness.client.cancel(started.callId)).toEqual({ callId: started.callId });
+    expect(await harness.client.result(started.callId)).toMatchObject({ status: 'cancelled' });
+    const again = await run('cancel', '--no-wait', started.callId);
+    expect(again.code).toBe(4);
+    expect(String(again.json['error'])).toContain('already closed (cancelled)');
+    await expect(harness.client.cancel('toolgate/acme/slow_search/~no-such-call')).rejects.toBeInstanceOf(
+      WorkflowNotFoundError,
+    );
+    const help = await runText('cancel', '--help');
+    expect(help.stdout).toContain('--no-wait');
   });
 
   it('call --input-file reads the arguments from a file', async () => {

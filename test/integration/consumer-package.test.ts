@@ -57,9 +57,11 @@ describe('the packed package in a new project, as the README teaches', () => {
         documents.map(async (name) => ({ name, markdown: await readFile(join(root, name), 'utf8') })),
       ),
     );
-    // `npm pack` runs `prepare`, so the tarball holds a fresh build of this checkout.
+    // The run's global set-up compiled dist/ from this checkout (test/support/build-setup.ts), so the
+    // tarball holds a fresh build without `prepare`. Running it here would rewrite dist/ while other
+    // test files, running beside this one, start the compiled binary from it.
     const packed = await timed('npm pack', () =>
-      npm(['pack', '--silent', '--pack-destination', project], root),
+      npm(['pack', '--silent', '--ignore-scripts', '--pack-destination', project], root),
     );
     tarball = join(project, packed.stdout.trim().split('\n').at(-1) ?? '');
     await writeFile(

@@ -4,8 +4,9 @@ import { exampleCatalog, readConfig } from '../../../examples/contracts.ts';
 import packageJson from '../../../package.json' with { type: 'json' };
 import { McpErrorCode, type McpServer, type McpServerOptions, serveMcp } from '../../../src/agent/mcp.ts';
 import { strictInputSchema } from '../../../src/agent/tool-definitions.ts';
-import type { CallContext, CallRecord } from '../../../src/contracts/call-record.ts';
-import { createFakeClient, createRecord, type FakeBehaviour, type FakeClient } from './fake-client.ts';
+import type { CancelReceipt } from '../../../src/client/toolgate-client.ts';
+import type { CallContext } from '../../../src/contracts/call-record.ts';
+import { createFakeClient, type FakeBehaviour, type FakeClient } from './fake-client.ts';
 
 const context: CallContext = { tenant: 'acme', principal: 'agent-7', principalKind: 'agent' };
 const transfer = { reference: 'INV-7', from: 'AA', to: 'BB', amountCents: 100, currency: 'EUR', memo: null };
@@ -42,9 +43,9 @@ function createPeer(
   const cancelled: string[] = [];
   const client = Object.assign(fake, {
     cancelled,
-    async cancelAndWait(callId: string): Promise<CallRecord> {
+    async cancel(callId: string): Promise<CancelReceipt> {
       cancelled.push(callId);
-      return createRecord({ callId, status: 'cancelled', reason: 'CANCELLED' });
+      return { callId };
     },
   });
   const server = serveMcp({ catalog: exampleCatalog, context, ...options, client, input, output });
