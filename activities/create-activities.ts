@@ -288,6 +288,7 @@ async function admitAndRun(
         'The call could not be admitted right now; nothing ran. Try again later.',
         { effect: 'none', attempt },
         true,
+        false,
       );
     });
   if (!decision.allowed) throw admissionRefused(decision, attempt);

@@ -95,16 +95,17 @@ function prepareRun(settings: ExecutorSettings, request: RunToolRequest, attempt
   const implementation = compensation ? undefined : settings.implementations.get(request.tool);
   const compensator = compensation ? settings.compensations.get(request.tool) : undefined;
   if (!implementation && !compensator) {
-    settings
-      .logger()
-      .error('no implementation registered for tool', { callId: request.callId, tool: request.tool });
+    settings.logger().error('no implementation registered for tool', {
+      callId: request.callId,
+      tool: request.tool,
+      tenant: request.context.tenant,
+    });
     throw failure(
       ToolFailureType.missingImplementation,
       'This tool is not available on the executor right now.',
-      {
-        effect: 'none',
-        attempt,
-      },
+      { effect: 'none', attempt },
+      false,
+      false,
     );
   }
   let controller: AbortController | undefined;
@@ -204,6 +205,7 @@ async function watch(
     settings.logger().warn('tool deadline passed', {
       callId: request.callId,
       tool: request.tool,
+      tenant: request.context.tenant,
       timeoutMs: request.timeoutMs,
       attempt,
     });
@@ -240,6 +242,7 @@ function interrupted(
     .warn(when === 'before' ? 'tool interrupted before it started' : 'tool interrupted by the executor', {
       callId: request.callId,
       tool: request.tool,
+      tenant: request.context.tenant,
       attempt,
     });
   return when === 'before'
@@ -261,6 +264,7 @@ function classifyToolError(
     settings.logger().warn('tool denied at execution time', {
       callId: request.callId,
       tool: request.tool,
+      tenant: request.context.tenant,
       reason: error.reason,
       message: error.message,
     });
@@ -276,14 +280,15 @@ function classifyToolError(
     }
     return failure(ToolFailureType.denied, error.message, { effect: 'none', reason: error.reason, attempt });
   }
-  // Operators get everything; the model gets only what a ToolError chose to say.
-  settings.logger().error('tool failed', {
-    callId: request.callId,
-    tool: request.tool,
-    attempt,
-    error: error instanceof Error ? (error.stack ?? error.message) : String(error),
-  });
+  const where = { callId: request.callId, tool: request.tool, tenant: request.context.tenant, attempt };
   if (error instanceof ToolError) {
+    // An outcome the tool chose to report: one warn line, its message (what the model sees too).
+    settings.logger().warn('tool failed', {
+      ...where,
+      ...(error.effect ? { effect: error.effect } : {}),
+      retryable: error.retryable,
+      error: { type: 'ToolError', message: error.message },
+    });
     return failure(
       ToolFailureType.failed,
       error.message,
@@ -295,5 +300,13 @@ function classifyToolError(
       !error.retryable,
     );
   }
-  return failure(ToolFailureType.failed, 'The tool reported an internal error.', { attempt });
+  // A tool that threw anything else has a bug: operators get the stack; the model gets nothing of it.
+  settings.logger().error('tool threw an unexpected error', {
+    ...where,
+    error:
+      error instanceof Error
+        ? { type: error.name, message: error.message, stack: error.stack }
+        : String(error),
+  });
+  return failure(ToolFailureType.failed, 'The tool reported an internal error.', { attempt }, false, false);
 }

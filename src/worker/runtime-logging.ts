@@ -1,37 +1,93 @@
-import { DefaultLogger, type LogLevel, type LogMetadata, Runtime } from '@temporalio/worker';
+import { DefaultLogger, type LogEntry, type LogLevel, type LogMetadata, Runtime } from '@temporalio/worker';
 import { releasedFailureType } from '../contracts/call-record.ts';
 
 let installed = false;
 
+/** How worker log lines are written: one JSON object per line, or the SDK's text. */
+export type LogFormat = 'json' | 'text';
+
 /**
  * Installs the Temporal runtime with a log level (default from TOOLGATE_LOG_LEVEL, else WARN; OFF
- * silences it), so
- * a worker's routine INFO chatter does not drown the operator's output. Safe to call repeatedly;
+ * silences it) and a format (default from TOOLGATE_LOG_FORMAT, else `json`: one JSON object per
+ * line on stderr, see `jsonLogLine`), so a worker's routine INFO chatter does not drown the
+ * operator's output and what it does log can be read by a log pipeline. Safe to call repeatedly;
  * only the first call takes effect, as the runtime can be installed once per process.
  */
-export function installRuntimeLogging(level?: LogLevel): void {
+export function installRuntimeLogging(level?: LogLevel, format?: LogFormat): void {
   if (installed) return;
   installed = true;
   const requested = (level ?? process.env['TOOLGATE_LOG_LEVEL'] ?? 'WARN').toUpperCase();
+  const chosenFormat = format ?? (process.env['TOOLGATE_LOG_FORMAT'] === 'text' ? 'text' : 'json');
   // OFF exists for test runs that provoke hundreds of tool failures on purpose.
   const silent = requested === 'OFF';
   const configured = (silent ? 'ERROR' : requested) as LogLevel;
-  const base = new DefaultLogger(configured);
-  // A call that releases its key closes its workflow as Failed on purpose (a denial, an expiry);
-  // the SDK reports every failed workflow as a warning, which would read as an incident.
+  const text = new DefaultLogger(configured);
+  const write =
+    chosenFormat === 'json'
+      ? (entry: LogEntry) => process.stderr.write(jsonLogLine(entry))
+      : (entry: LogEntry) => text.log(entry.level, entry.message, entry.meta);
   const logger = new DefaultLogger(configured, (entry) => {
-    // The error crosses a worker thread by structured clone, which drops its class and `type`. A
-    // toolCall workflow fails its run only deliberately (bugs fail the workflow task instead, and
-    // are logged separately), so every such failure is a release.
-    const meta = entry.meta as LogMetadata | undefined;
-    const error = meta?.['error'] as { type?: unknown } | undefined;
-    const released = error?.type === releasedFailureType || meta?.['workflowType'] === 'toolCall';
-    if (silent || (entry.message === 'Workflow failed' && released)) return;
-    base.log(entry.level, entry.message, entry.meta);
+    if (silent || isDeliberateRelease(entry)) return;
+    write(entry);
   });
   try {
     Runtime.install({ logger });
   } catch {
     // Already installed by the host application: keep its choice.
   }
+}
+
+/**
+ * A call that releases its key closes its workflow as Failed on purpose (a denial, an expiry); the
+ * SDK reports every failed workflow as a warning, which would read as an incident.
+ */
+function isDeliberateRelease(entry: LogEntry): boolean {
+  if (entry.message !== 'Workflow failed') return false;
+  // The error crosses a worker thread by structured clone, which drops its class and `type`. A
+  // toolCall workflow fails its run only deliberately (bugs fail the workflow task instead, and are
+  // logged separately), so every such failure is a release.
+  const meta = entry.meta as LogMetadata | undefined;
+  const error = meta?.['error'] as { type?: unknown } | undefined;
+  return error?.type === releasedFailureType || meta?.['workflowType'] === 'toolCall';
+}
+
+/** Attributes never written: a task token is a credential for the task, arguments are the caller's. */
+const withheld = new Set(['taskToken', 'input', 'args', 'arguments', 'output', 'result']);
+
+/**
+ * One log entry as one JSON line: `time`, `level` (lower case), `message`, then `callId`, `tool` and
+ * `tenant` where known (the ID of a toolCall workflow, or of its activity's workflow, is the call ID), then the other attributes,
+ * minus task tokens and argument values. An error becomes `{ type, message }`, with its stack only
+ * at level error, where it points at a bug rather than at an expected failure.
+ */
+export function jsonLogLine(entry: LogEntry): string {
+  const meta: Record<string, unknown> = { ...(entry.meta ?? {}) };
+  const line: Record<string, unknown> = {
+    time: new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString(),
+    level: entry.level.toLowerCase(),
+    message: entry.message,
+  };
+  const callId = meta['callId'] ?? (meta['workflowType'] === 'toolCall' ? meta['workflowId'] : undefined);
+  if (callId !== undefined) line['callId'] = callId;
+  for (const key of ['tool', 'tenant']) if (meta[key] !== undefined) line[key] = meta[key];
+  for (const [key, value] of Object.entries(meta)) {
+    if (withheld.has(key) || key in line) continue;
+    line[key] = key === 'error' ? describeError(value, entry.level === 'ERROR') : value;
+  }
+  return `${JSON.stringify(line, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}\n`;
+}
+
+function describeError(error: unknown, withStack: boolean): unknown {
+  if (typeof error !== 'object' || error === null) return String(error);
+  const { name, message, stack, type } = error as {
+    name?: unknown;
+    message?: unknown;
+    stack?: unknown;
+    type?: unknown;
+  };
+  return {
+    type: type ?? name,
+    message,
+    ...(withStack && typeof stack === 'string' ? { stack } : {}),
+  };
 }

@@ -64,13 +64,16 @@ function handleFor(child: ChildProcess, group = false): ChildHandle {
   };
 }
 
+/** A started child: its stdout lines so far, and everything it wrote to stderr. */
+export type SpawnedChild = ChildHandle & { lines: string[]; stderr(): string };
+
 /** Spawns a TypeScript script with tsx and resolves once it prints `marker` on a line. */
 export function spawnScript(
   script: string,
   args: readonly string[],
   marker: string,
   timeoutMs = 60_000,
-): Promise<ChildHandle & { lines: string[] }> {
+): Promise<SpawnedChild> {
   return spawnNode(['--import', 'tsx', script, ...args], marker, { timeoutMs });
 }
 
@@ -79,7 +82,7 @@ export function spawnNode(
   args: readonly string[],
   marker: string,
   options: SpawnOptions = {},
-): Promise<ChildHandle & { lines: string[] }> {
+): Promise<SpawnedChild> {
   return spawnCommand(process.execPath, args, marker, options);
 }
 
@@ -97,7 +100,7 @@ export async function spawnCommand(
   args: readonly string[],
   marker: string,
   options: SpawnOptions = {},
-): Promise<ChildHandle & { lines: string[] }> {
+): Promise<SpawnedChild> {
   const what = args.find((arg) => !arg.startsWith('-') && arg !== 'tsx') ?? command;
   const child = spawn(command, [...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -108,8 +111,10 @@ export async function spawnCommand(
   const handle = handleFor(child, options.group);
   const lines: string[] = [];
   let stderr = '';
+  let allStderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
+    allStderr += chunk.toString();
   });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(
@@ -134,11 +139,11 @@ export async function spawnCommand(
       reject(new Error(`${what} exited (${code ?? signal}) before ${marker}: ${stderr}`));
     });
   });
-  return { ...handle, lines };
+  return { ...handle, lines, stderr: () => allStderr };
 }
 
 /** Starts a worker process (see worker-process.ts) and waits until it polls. */
-export function spawnWorker(config: WorkerProcessConfig): Promise<ChildHandle> {
+export function spawnWorker(config: WorkerProcessConfig): Promise<SpawnedChild> {
   return spawnScript(workerScript, [JSON.stringify(config)], 'READY');
 }
 

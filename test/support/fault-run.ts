@@ -13,7 +13,7 @@ import { exampleCatalog } from '../../examples/contracts.ts';
 import { createApprovalSigner, loadOrCreateApprovalKeys } from '../../src/client/approval-signer.ts';
 import { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
-import { type ChildHandle, isProcessRunning, spawnWorker } from './child-processes.ts';
+import { type ChildHandle, isProcessRunning, type SpawnedChild, spawnWorker } from './child-processes.ts';
 import type { WorkerProcessConfig } from './worker-process.ts';
 
 export interface FaultRun {
@@ -69,7 +69,7 @@ export async function faultSetup(run: FaultRun, prefix: string, extra: Partial<W
     bundleFile: run.bundleFile,
     ...extra,
   };
-  const startWorker = async (more: Partial<WorkerProcessConfig> = {}) => {
+  const startWorker = async (more: Partial<WorkerProcessConfig> = {}): Promise<SpawnedChild> => {
     const child = await spawnWorker({ ...config, ...more });
     run.children.push(child);
     return child;

@@ -29,11 +29,13 @@ export interface WorkerProcessConfig {
   readonly tuning?: CreateWorkerOptions['tuning'];
   /** Settings for http_fetch, e.g. loopback allowed for a test's downstream. */
   readonly http?: SafeUrlOptions;
+  /** The runtime's log level (default TOOLGATE_LOG_LEVEL, which the test run sets to OFF). */
+  readonly logLevel?: 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
 }
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '{}') as WorkerProcessConfig;
-  installRuntimeLogging();
+  installRuntimeLogging(config.logLevel);
   const tools = createExampleTools(config.dataDir, config.http ? { http: config.http } : {});
   const stall = config.stallAfterMs ?? {};
   const wrapped: ToolImplementation[] = tools.tools.map((tool) => {

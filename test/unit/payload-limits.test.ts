@@ -127,7 +127,7 @@ describe('output limit in the executor', () => {
       `The tool reported an internal error. ${JSON.stringify([{ message: 'The tool reported an internal error.', attempt: 1 }])}`,
     );
     expect(modelFacing).not.toMatch(/hunter2|db\.internal|\/srv\/|ECONNREFUSED/);
-    expect(logged[0]).toMatchObject({ callId: 'call-leak', tool: 'read_config' });
-    expect(String(logged[0]?.['error'])).toContain('hunter2');
+    expect(logged[0]).toMatchObject({ callId: 'call-leak', tool: 'read_config', error: { type: 'Error' } });
+    expect(JSON.stringify(logged[0]?.['error'])).toContain('hunter2');
   });
 });
