@@ -19,6 +19,7 @@ import {
   type ToolImplementation,
 } from '../activities/tool-implementation.ts';
 import type { ToolgateActivities } from '../src/contracts/activity-types.ts';
+import { withFileLock } from '../src/support/file-lock.ts';
 import {
   addLabel,
   deleteEverything,
@@ -101,17 +102,19 @@ async function writeLabels(paths: ExampleToolPaths, labels: Map<string, string[]
 }
 
 /**
- * Runs one read-modify-write of the label store at a time in this process, so concurrent
- * add_label calls (and their undos) never lose each other's labels. The queue is per file, shared
- * by every worker of the process. Workers in other processes sharing a data directory are not
- * serialised: the example store is for one worker process, as `toolgate dev` runs it.
+ * Runs one read-modify-write of the label store at a time, so concurrent add_label calls (and their
+ * undos) never lose each other's labels: a queue per file within this process, and a lock file
+ * (`labels.json.lock`) between processes, such as two worker replicas on one volume.
  */
 function updateLabels<Result>(
   paths: ExampleToolPaths,
   update: (labels: Map<string, string[]>) => Promise<Result>,
 ): Promise<Result> {
   const previous = labelQueues.get(paths.labelsFile) ?? Promise.resolve();
-  const turn = previous.then(async () => update(await readLabels(paths)));
+  const turn = previous.then(async () => {
+    await mkdir(paths.dataDir, { recursive: true });
+    return withFileLock(`${paths.labelsFile}.lock`, async () => update(await readLabels(paths)), labelLock);
+  });
   const settled = turn.then(
     () => undefined,
     () => undefined,
@@ -123,6 +126,14 @@ function updateLabels<Result>(
   });
   return turn;
 }
+
+/** An update takes milliseconds; a lock held 10 s was left by a process that died holding it. */
+const labelLock = {
+  staleMs: 10_000,
+  waitMs: 4_000,
+  timeoutError: (lockFile: string) =>
+    new ToolError(`The label store is busy (${lockFile}); try again.`, { effect: 'none' }),
+};
 
 /** Builds the example tools over a data directory (created on first use). */
 export function createExampleTools(dataDir: string, options: ExampleToolOptions = {}): ExampleTools {

@@ -3,6 +3,7 @@ import { unlinkSync } from 'node:fs';
 import { readdir, readFile, readlink, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { DatabaseInUseError } from '../contracts/errors.ts';
+import { withFileLock } from '../support/file-lock.ts';
 
 export { DatabaseInUseError };
 
@@ -187,35 +188,14 @@ async function readClaim(claimFile: string): Promise<ClaimRecord | undefined> {
 const staleLockMilliseconds = 60_000;
 
 /** Runs `work` holding `<claim>.lock`, created exclusively; waits for another holder to finish. */
-async function withClaimLock<T>(claimFile: string, work: () => Promise<T>): Promise<T> {
-  const lockFile = `${claimFile}.lock`;
-  const deadline = Date.now() + staleLockMilliseconds;
-  for (;;) {
-    try {
-      await writeFile(lockFile, `${process.pid}\n`, { flag: 'wx' });
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const age = await stat(lockFile).then(
-      (info) => Date.now() - info.mtimeMs,
-      () => 0,
-    );
-    if (age > staleLockMilliseconds) {
-      await unlink(lockFile).catch(() => undefined);
-    } else if (Date.now() > deadline) {
-      throw new DatabaseInUseError(
+function withClaimLock<T>(claimFile: string, work: () => Promise<T>): Promise<T> {
+  return withFileLock(`${claimFile}.lock`, work, {
+    staleMs: staleLockMilliseconds,
+    timeoutError: (lockFile) =>
+      new DatabaseInUseError(
         `Another start has held ${lockFile} for over a minute. If no toolgate is starting, delete it.`,
-      );
-    } else {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-  try {
-    return await work();
-  } finally {
-    await unlink(lockFile).catch(() => undefined);
-  }
+      ),
+  });
 }
 
 /**
