@@ -186,6 +186,7 @@ async function admitCall(
   const gateRequest = gateRequestOf(request, leaseFor(worker, request));
   const context = worker.gateContext();
   const decision = await worker.admission.admit(gateRequest, context, { loadGates: !request.allowlistOnly });
+  if (!decision.allowed) countRefusal(worker, request.tool, decision);
   if (!request.check || !decision.allowed) return decision;
   const checked = check(worker, request.tool, request.input, request.callId);
   if (!checked) {
@@ -291,7 +292,10 @@ async function admitAndRun(
         false,
       );
     });
-  if (!decision.allowed) throw admissionRefused(decision, attempt);
+  if (!decision.allowed) {
+    countRefusal(worker, request.tool, decision);
+    throw admissionRefused(decision, attempt);
+  }
   try {
     return await guarded();
   } finally {
@@ -323,6 +327,24 @@ async function releaseQuietly(worker: Worker, request: ReleaseRequest, context: 
       error: String(error),
     });
   }
+}
+
+/**
+ * Counts a refusal in `toolgate_admission_refusals_total` (docs/operators.md "Metrics"), by tool and
+ * reason. A tool the worker has no contract for counts as `unknown`: the name comes from the
+ * caller, and a label must not take every value a caller can invent.
+ */
+function countRefusal(worker: Worker, tool: string, decision: AdmitDecision): void {
+  Context.current()
+    .metricMeter.createCounter(
+      'toolgate_admission_refusals_total',
+      undefined,
+      'Calls the admission gates refused.',
+    )
+    .add(1, {
+      tool: worker.contracts.has(tool) ? tool : 'unknown',
+      reason: decision.reason ?? 'NOT_ALLOWED',
+    });
 }
 
 /** The failure of an attempt that admission refused: nothing ran, and retrying will not help. */

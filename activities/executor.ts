@@ -57,6 +57,7 @@ export async function execute(
   // A cancellation or shutdown already delivered: the tool does not start, so nothing acted.
   if (context.cancellationSignal.aborted) throw interrupted(settings, context, request, attempt, 'before');
   let running: Promise<unknown>;
+  const startedAt = performance.now();
   try {
     running = run.start();
   } catch (thrown) {
@@ -75,6 +76,20 @@ export async function execute(
   // settles), so none is armed for it. Any other tool gets all three.
   for (let turn = 0; turn < earlyTurns && early === undefined; turn++) await undefined;
   const outcome = early ?? (await watch(settings, settled, request, context, run.abort, attempt));
+  // How long tools take that returned or threw (one past its deadline is counted as a timeout by
+  // the workflow instead). Labels: the tool, its tier, and whether it returned.
+  context.metricMeter
+    .createHistogram(
+      'toolgate_tool_duration_seconds',
+      'float',
+      's',
+      'Time tools ran, until they returned or threw.',
+    )
+    .record((performance.now() - startedAt) / 1000, {
+      tool: request.tool,
+      tier: request.tier,
+      returned: String(outcome.ok),
+    });
   // The tool has settled, so it has really stopped: only now report a cancellation. A tool that
   // finished anyway reports its success below: its effect is known, not unknown.
   if (context.cancellationSignal.aborted && !outcome.ok) {

@@ -40,6 +40,7 @@ import { reasonCodes } from '../src/contracts/reason-codes.ts';
 import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
 import { tierRequiresKey } from '../src/contracts/tier.ts';
 import { awaitDecision } from './approval-wait.ts';
+import { countClosedCall, observeApprovalWait } from './call-metrics.ts';
 import {
   CallClosed,
   type CallState,
@@ -294,7 +295,15 @@ async function awaitApproval(call: CallState, settings: GateSettings): Promise<v
     ...(preview !== undefined ? { preview } : {}),
   };
   transition(call, 'awaiting_approval');
-  const claims = await awaitDecision(call, settings, approvers, expiresAtMs);
+  const waitStartedMs = Date.now();
+  let outcome = 'closed';
+  let claims: Awaited<ReturnType<typeof awaitDecision>>;
+  try {
+    claims = await awaitDecision(call, settings, approvers, expiresAtMs);
+    outcome = claims.decision;
+  } finally {
+    observeApprovalWait(tool.name, outcome, (Date.now() - waitStartedMs) / 1000);
+  }
   call.decided = true;
   // Decisions queued behind the one that counted (sent while it was being checked) are refused as
   // the signal handler refuses later ones, and recorded.
@@ -426,6 +435,7 @@ async function releaseSlot(call: CallState, settings: GateSettings): Promise<voi
  */
 function closeRun(call: CallState): CallRecord {
   const { record } = call;
+  countClosedCall(call);
   log.info('tool call closed', {
     callId: record.callId,
     status: record.status,

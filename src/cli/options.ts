@@ -182,3 +182,16 @@ export function parsePort(value: string, flag: string, options: { allowZero?: bo
   }
   return port;
 }
+
+/** A worker's metrics port unless told otherwise (the usual Prometheus exporter port). */
+export const defaultMetricsPort = 9464;
+
+/**
+ * `--metrics-port` as the worker's metrics endpoint: undefined for 0 (none). The host is
+ * TOOLGATE_METRICS_HOST, by default 127.0.0.1; a container that is scraped from outside sets
+ * 0.0.0.0 (docker-compose.yml does).
+ */
+export function metricsEndpointOf(value: string, env: NodeJS.ProcessEnv = process.env) {
+  const port = parsePort(value, '--metrics-port', { allowZero: true });
+  return port === 0 ? undefined : { host: env['TOOLGATE_METRICS_HOST'] || '127.0.0.1', port };
+}

@@ -15,7 +15,7 @@ import type { ToolCatalog } from '../contracts/define-tool.ts';
 import { untilAborted } from '../support/until-aborted.ts';
 import { createWorker } from '../worker/create-worker.ts';
 import { drainGraceMsFor } from '../worker/drain-grace.ts';
-import { installRuntimeLogging } from '../worker/runtime-logging.ts';
+import { installRuntimeLogging, type MetricsEndpoint } from '../worker/runtime-logging.ts';
 import { type DevServer, startDevServer } from './dev-server.ts';
 import { findTemporalCli } from './find-cli.ts';
 
@@ -66,6 +66,11 @@ export interface EmbeddedOptions {
   /** Ask for eager workflow start (the client shares the worker's process). */
   readonly eagerStart?: boolean;
   /**
+   * Serve Prometheus metrics here (docs/operators.md "Metrics"). Taken only by the first runtime
+   * of the process; a port in use is reported through `onProgress` and the worker runs without.
+   */
+  readonly metrics?: MetricsEndpoint;
+  /**
    * Interrupts the start (a Ctrl-C during start-up): everything started so far is stopped, a dev
    * server gracefully, and the promise rejects with the signal's reason.
    */
@@ -84,6 +89,8 @@ export interface Embedded {
   readonly worker?: Worker;
   readonly signer?: ApprovalSigner;
   readonly dataDir: string;
+  /** Where this process serves Prometheus metrics, when it does. */
+  readonly metricsUrl?: string;
   /** Resolves when the worker stops (or never, without one). */
   readonly running: Promise<void>;
   stop(): Promise<void>;
@@ -95,13 +102,17 @@ export interface Embedded {
  * cluster instead and starts no server.
  */
 export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded> {
-  installRuntimeLogging();
+  const telemetry = installRuntimeLogging(undefined, undefined, options.metrics);
+  if (telemetry.metricsProblem) {
+    (options.onProgress ?? ((line: string) => process.stderr.write(`${line}\n`)))(telemetry.metricsProblem);
+  }
   // What has been started so far, undone in reverse when the start fails or is interrupted: a
   // half-started toolgate must not leave a server running, or hold the process open on a
   // connection that nothing will close.
   const undo: Array<() => Promise<unknown>> = [];
   try {
-    return await startEmbeddedParts(options, undo);
+    const embedded = await startEmbeddedParts(options, undo);
+    return telemetry.metricsUrl ? { ...embedded, metricsUrl: telemetry.metricsUrl } : embedded;
   } catch (error) {
     for (const action of undo.reverse()) await action().catch(() => undefined);
     throw options.signal?.aborted ? options.signal.reason : error;

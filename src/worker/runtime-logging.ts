@@ -6,15 +6,39 @@ let installed = false;
 /** How worker log lines are written: one JSON object per line, or the SDK's text. */
 export type LogFormat = 'json' | 'text';
 
+/** Where a worker serves Prometheus metrics: the runtime's own exporter, with toolgate's series. */
+export interface MetricsEndpoint {
+  readonly host: string;
+  readonly port: number;
+}
+
+/**
+ * Histogram buckets, in seconds, for toolgate's series (the exporter's default buckets are for
+ * milliseconds): tool runs from a few milliseconds to a minute, approval waits up to a day.
+ */
+const secondsBuckets = {
+  toolgate_tool_duration_seconds: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  toolgate_approval_wait_seconds: [1, 5, 15, 30, 60, 300, 900, 1800, 3600, 14_400, 86_400],
+};
+
 /**
  * Installs the Temporal runtime with a log level (default from TOOLGATE_LOG_LEVEL, else WARN; OFF
  * silences it) and a format (default from TOOLGATE_LOG_FORMAT, else `json`: one JSON object per
  * line on stderr, see `jsonLogLine`), so a worker's routine INFO chatter does not drown the
- * operator's output and what it does log can be read by a log pipeline. Safe to call repeatedly;
- * only the first call takes effect, as the runtime can be installed once per process.
+ * operator's output and what it does log can be read by a log pipeline. With `metrics`, the
+ * runtime also serves Prometheus at `http://host:port/metrics`: Temporal's own series and
+ * toolgate's (`toolgate_calls_total` and the others, docs/operators.md "Metrics"). A port in use
+ * does not stop the worker: it runs without metrics and the answer says why.
+ *
+ * Safe to call repeatedly; only the first call takes effect, as the runtime can be installed once
+ * per process.
  */
-export function installRuntimeLogging(level?: LogLevel, format?: LogFormat): void {
-  if (installed) return;
+export function installRuntimeLogging(
+  level?: LogLevel,
+  format?: LogFormat,
+  metrics?: MetricsEndpoint,
+): { readonly metricsUrl?: string; readonly metricsProblem?: string } {
+  if (installed) return {};
   installed = true;
   const requested = (level ?? process.env['TOOLGATE_LOG_LEVEL'] ?? 'WARN').toUpperCase();
   const chosenFormat = format ?? (process.env['TOOLGATE_LOG_FORMAT'] === 'text' ? 'text' : 'json');
@@ -30,6 +54,27 @@ export function installRuntimeLogging(level?: LogLevel, format?: LogFormat): voi
     if (silent || isDeliberateRelease(entry)) return;
     write(entry);
   });
+  if (metrics) {
+    const bindAddress = `${metrics.host}:${metrics.port}`;
+    try {
+      Runtime.install({
+        logger,
+        telemetryOptions: {
+          metrics: { prometheus: { bindAddress, histogramBucketOverrides: secondsBuckets } },
+        },
+      });
+      return { metricsUrl: `http://${bindAddress}/metrics` };
+    } catch (error) {
+      const problem = `Metrics are off: could not serve them on ${bindAddress} (${error instanceof Error ? error.message : String(error)}). Choose another port with --metrics-port, or 0 for none.`;
+      installQuietly(logger);
+      return { metricsProblem: problem };
+    }
+  }
+  installQuietly(logger);
+  return {};
+}
+
+function installQuietly(logger: DefaultLogger): void {
   try {
     Runtime.install({ logger });
   } catch {

@@ -31,11 +31,18 @@ export interface WorkerProcessConfig {
   readonly http?: SafeUrlOptions;
   /** The runtime's log level (default TOOLGATE_LOG_LEVEL, which the test run sets to OFF). */
   readonly logLevel?: 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+  /** Serve Prometheus metrics on 127.0.0.1 at this port. */
+  readonly metricsPort?: number;
 }
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '{}') as WorkerProcessConfig;
-  installRuntimeLogging(config.logLevel);
+  const telemetry = installRuntimeLogging(
+    config.logLevel,
+    undefined,
+    config.metricsPort ? { host: '127.0.0.1', port: config.metricsPort } : undefined,
+  );
+  if (telemetry.metricsProblem) throw new Error(telemetry.metricsProblem);
   const tools = createExampleTools(config.dataDir, config.http ? { http: config.http } : {});
   const stall = config.stallAfterMs ?? {};
   const wrapped: ToolImplementation[] = tools.tools.map((tool) => {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { Embedded } from '../../dev/embedded.ts';
-import { type ConfigFlags, parsePort, withConfigOptions } from '../options.ts';
+import { type ConfigFlags, metricsEndpointOf, parsePort, withConfigOptions } from '../options.ts';
 
 export function addDevCommand(program: Command): void {
   withConfigOptions(
@@ -17,6 +17,11 @@ export function addDevCommand(program: Command): void {
     .option('--port <port>', 'preferred gRPC port (falls back to a free one; 0 picks one)', '7233')
     .option('--ui-port <port>', 'preferred Web UI port (falls back to a free one; 0 picks one)', '8233')
     .option('--json', 'print the addresses as one JSON line')
+    .option(
+      '--metrics-port <port>',
+      "serve the worker's Prometheus metrics on this port at /metrics, on TOOLGATE_METRICS_HOST (default 127.0.0.1); 0 (the default) for none",
+      '0',
+    )
     .addHelpText(
       'after',
       [
@@ -35,11 +40,20 @@ export function addDevCommand(program: Command): void {
       ].join('\n'),
     )
     .action(
-      async (options: ConfigFlags & { dataDir?: string; port: string; uiPort: string; json?: boolean }) => {
+      async (
+        options: ConfigFlags & {
+          dataDir?: string;
+          port: string;
+          uiPort: string;
+          json?: boolean;
+          metricsPort: string;
+        },
+      ) => {
         // Checked before anything starts or is created.
         // 0 asks for any free port, as the tests and scripts that run several servers do.
         const grpcPort = parsePort(options.port, '--port', { allowZero: true });
         const uiPort = parsePort(options.uiPort, '--ui-port', { allowZero: true });
+        const metrics = metricsEndpointOf(options.metricsPort);
         const [{ loadCommandConfig }, { resolveConnection, resolveDataDir }, { workerToolSet }] =
           await Promise.all([
             import('../command-config.ts'),
@@ -79,6 +93,7 @@ export function addDevCommand(program: Command): void {
               ...(cluster ? { cluster } : {}),
               grpcPort,
               uiPort,
+              ...(metrics ? { metrics } : {}),
               signal,
             }).catch((error: unknown) => {
               throw cluster ? unreachable(error, cluster.address) : error;
@@ -116,6 +131,7 @@ function announceDev(embedded: Embedded, configFile: string, json: boolean): voi
     taskQueue: embedded.client.taskQueue,
     dataDir: embedded.dataDir,
     config: configFile,
+    ...(embedded.metricsUrl ? { metricsUrl: embedded.metricsUrl } : {}),
   };
   if (json) {
     process.stdout.write(`${JSON.stringify(summary)}\n`);
@@ -129,6 +145,7 @@ function announceDev(embedded: Embedded, configFile: string, json: boolean): voi
       `  Database file:         ${summary.dbFile ?? '(the cluster keeps its own state)'}`,
       `  Task queue:            ${summary.taskQueue}`,
       `  Config:                ${summary.config}`,
+      ...(summary.metricsUrl ? [`  Metrics:               ${summary.metricsUrl}`] : []),
       '  Press Ctrl-C to stop.',
       '',
     ].join('\n'),
