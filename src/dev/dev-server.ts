@@ -81,7 +81,7 @@ const loopbackHost = '127.0.0.1';
  * its scope, and with the default, 16 callers of one rate-limited tool saw 3,013 acquires refused
  * by the server and a p50 of 3 s (docs/design.md, "Admission").
  */
-const dynamicConfigValues = [
+export const devDynamicConfigValues = [
   'system.enableActivityEagerExecution=true',
   'frontend.enableExecuteMultiOperation=true',
   'history.maxInFlightUpdates=100',
@@ -286,7 +286,7 @@ async function startOnce(options: ResolvedOptions): Promise<DevServer> {
       '--search-attribute',
       `${attribute.name}=${attribute.type}`,
     ]),
-    ...dynamicConfigValues.flatMap((value) => ['--dynamic-config-value', value]),
+    ...devDynamicConfigValues.flatMap((value) => ['--dynamic-config-value', value]),
     ...sqlitePragmas.flatMap((pragma) => ['--sqlite-pragma', pragma]),
     ...(options.extraArgs ?? []),
   ];

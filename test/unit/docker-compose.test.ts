@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { exampleCatalog } from '../../examples/contracts.ts';
 import { searchAttributeNames } from '../../src/contracts/search-attributes.ts';
+import { devDynamicConfigValues } from '../../src/dev/dev-server.ts';
 import { drainGraceMsFor } from '../../src/worker/drain-grace.ts';
 
 const { PATH = '', TOOLGATE_REQUIRE_COMPOSE } = process.env;
@@ -644,6 +645,18 @@ describe('deploy/ configuration', () => {
       expect(key).toMatch(/^[a-z]+(\.[A-Za-z]+)+$/);
       expect(Array.isArray(entries), key).toBe(true);
       for (const entry of asList(entries)) expect(Object.keys(asMap(entry))).toContain('value');
+    }
+  });
+
+  it("production dynamic config carries the dev server's tuning, except the one-shard transfer-queue setting", () => {
+    const doc = asMap(parseYamlSubset(read('deploy/temporal/dynamicconfig/production.yaml')));
+    const oneShardOnly = 'history.transferProcessorMaxPollRPS';
+    expect(doc).not.toHaveProperty(oneShardOnly);
+    for (const setting of devDynamicConfigValues) {
+      const [key, value] = setting.split('=') as [string, string];
+      if (key === oneShardOnly) continue;
+      const entries = asList(doc[key]).map((entry) => String(asMap(entry)['value']));
+      expect(entries, key).toEqual([value]);
     }
   });
 
