@@ -244,11 +244,20 @@ function checkAndRun(worker: Worker, request: RunToolRequest): Promise<RunToolRe
       `${verdict.message} The tool's schema changed while this call was being retried, and an earlier attempt ran; check the current state before repeating it.`,
       { effect: 'unknown', attempt },
       true,
+      // In doubt: an operator should hear of it, so not marked benign.
+      false,
     );
   }
   const message = request.validatedAtAdmission
     ? `${verdict.message} The tool's schema changed after this call was admitted; ${attempt > 1 ? 'this attempt did not run the tool' : 'nothing ran'}.`
     : verdict.message;
+  worker.logger().warn('tool denied at execution time', {
+    callId: request.callId,
+    tool: request.tool,
+    tenant: request.context.tenant,
+    reason: 'INVALID_INPUT',
+    attempt,
+  });
   throw failure(
     ToolFailureType.denied,
     message,

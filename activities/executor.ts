@@ -175,14 +175,22 @@ function checkedOutput(
     throw failure(
       ToolFailureType.outputTooLarge,
       'The tool returned a result that cannot be encoded as JSON.',
-      {
-        attempt,
-        effect,
-      },
+      { attempt, effect },
+      false,
+      // A tool bug, not an outcome: the SDK's warning stays.
+      false,
     );
   }
   const size = utf8Length(encoded);
   if (size > settings.limits.maxOutputBytes) {
+    settings.logger().warn('tool result over the output limit', {
+      callId: request.callId,
+      tool: request.tool,
+      tenant: request.context.tenant,
+      attempt,
+      bytes: size,
+      limit: settings.limits.maxOutputBytes,
+    });
     throw failure(
       ToolFailureType.outputTooLarge,
       `The result is ${size} bytes; the limit is ${settings.limits.maxOutputBytes}. Ask for less data (filter, paginate or summarise).`,
@@ -281,7 +289,7 @@ function classifyToolError(
       tool: request.tool,
       tenant: request.context.tenant,
       reason: error.reason,
-      message: error.message,
+      detail: error.message,
     });
     if (attempt > 1 && request.tier !== 'readonly') {
       // A refusal now says nothing about the attempts before it, which ran the tool and may have

@@ -131,8 +131,8 @@ function updateLabels<Result>(
 const labelLock = {
   staleMs: 10_000,
   waitMs: 4_000,
-  timeoutError: (lockFile: string) =>
-    new ToolError(`The label store is busy (${lockFile}); try again.`, { effect: 'none' }),
+  // The model reads this message: no paths in it.
+  timeoutError: () => new ToolError('The label store is busy; try again.', { effect: 'none' }),
 };
 
 /** Builds the example tools over a data directory (created on first use). */

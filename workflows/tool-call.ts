@@ -302,7 +302,7 @@ async function awaitApproval(call: CallState, settings: GateSettings): Promise<v
     claims = await awaitDecision(call, settings, approvers, expiresAtMs);
     outcome = claims.decision;
   } finally {
-    observeApprovalWait(tool.name, outcome, (Date.now() - waitStartedMs) / 1000);
+    observeApprovalWait(tool.name, outcome, Math.max(0, Date.now() - waitStartedMs) / 1000);
   }
   call.decided = true;
   // Decisions queued behind the one that counted (sent while it was being checked) are refused as

@@ -172,12 +172,16 @@ export const helpExamples = (lines: readonly string[]) =>
  * A port flag as a number, or a usage error naming the valid range. `allowZero`: 0 asks the system
  * for a free port.
  */
-export function parsePort(value: string, flag: string, options: { allowZero?: boolean } = {}): number {
+export function parsePort(
+  value: string,
+  flag: string,
+  options: { allowZero?: boolean; zeroMeans?: string } = {},
+): number {
   const lowest = options.allowZero ? 0 : 1;
   const port = /^\d{1,5}$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
   if (!Number.isInteger(port) || port < lowest || port > 65535) {
     throw new ToolgateUsageError(
-      `${flag} must be a whole number from ${lowest} to 65535${options.allowZero ? ' (0 picks a free port)' : ''}, not ${JSON.stringify(value.slice(0, 40))}.`,
+      `${flag} must be a whole number from ${lowest} to 65535${options.allowZero ? ` (0 ${options.zeroMeans ?? 'picks a free port'})` : ''}, not ${JSON.stringify(value.slice(0, 40))}.`,
     );
   }
   return port;
@@ -188,10 +192,10 @@ export const defaultMetricsPort = 9464;
 
 /**
  * `--metrics-port` as the worker's metrics endpoint: undefined for 0 (none). The host is
- * TOOLGATE_METRICS_HOST, by default 127.0.0.1; a container that is scraped from outside sets
- * 0.0.0.0 (docker-compose.yml does).
+ * TOOLGATE_METRICS_HOST, an IPv4 address, by default 127.0.0.1; a container that is scraped from
+ * outside sets 0.0.0.0 (docker-compose.yml does).
  */
 export function metricsEndpointOf(value: string, env: NodeJS.ProcessEnv = process.env) {
-  const port = parsePort(value, '--metrics-port', { allowZero: true });
+  const port = parsePort(value, '--metrics-port', { allowZero: true, zeroMeans: 'for no metrics' });
   return port === 0 ? undefined : { host: env['TOOLGATE_METRICS_HOST'] || '127.0.0.1', port };
 }

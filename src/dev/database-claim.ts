@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { unlinkSync } from 'node:fs';
-import { readdir, readFile, readlink, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { readdir, readFile, readlink, rename, unlink, writeFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { DatabaseInUseError } from '../contracts/errors.ts';
 import { withFileLock } from '../support/file-lock.ts';

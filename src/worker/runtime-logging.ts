@@ -41,7 +41,8 @@ export function installRuntimeLogging(
   if (installed) return {};
   installed = true;
   const requested = (level ?? process.env['TOOLGATE_LOG_LEVEL'] ?? 'WARN').toUpperCase();
-  const chosenFormat = format ?? (process.env['TOOLGATE_LOG_FORMAT'] === 'text' ? 'text' : 'json');
+  const chosenFormat =
+    format ?? (process.env['TOOLGATE_LOG_FORMAT']?.toLowerCase() === 'text' ? 'text' : 'json');
   // OFF exists for test runs that provoke hundreds of tool failures on purpose.
   const silent = requested === 'OFF';
   const configured = (silent ? 'ERROR' : requested) as LogLevel;
@@ -49,7 +50,7 @@ export function installRuntimeLogging(
   const write =
     chosenFormat === 'json'
       ? (entry: LogEntry) => process.stderr.write(jsonLogLine(entry))
-      : (entry: LogEntry) => text.log(entry.level, entry.message, entry.meta);
+      : (entry: LogEntry) => text.log(entry.level, entry.message, withoutWithheld(entry.meta));
   const logger = new DefaultLogger(configured, (entry) => {
     if (silent || isDeliberateRelease(entry)) return;
     write(entry);
@@ -76,6 +77,8 @@ export function installRuntimeLogging(
 
 function installQuietly(logger: DefaultLogger): void {
   try {
+    // Native core logs are not forwarded here: forwarding runs a flush timer that keeps a process
+    // alive after a command has failed and finished. The core prints its own (rare) warnings.
     Runtime.install({ logger });
   } catch {
     // Already installed by the host application: keep its choice.
@@ -97,7 +100,12 @@ function isDeliberateRelease(entry: LogEntry): boolean {
 }
 
 /** Attributes never written: a task token is a credential for the task, arguments are the caller's. */
-const withheld = new Set(['taskToken', 'input', 'args', 'arguments', 'output', 'result']);
+const withheld = new Set(['taskToken', 'task_token', 'input', 'args', 'arguments', 'output', 'result']);
+
+function withoutWithheld(meta: LogMetadata | undefined): LogMetadata | undefined {
+  if (!meta) return meta;
+  return Object.fromEntries(Object.entries(meta).filter(([key]) => !withheld.has(key)));
+}
 
 /**
  * One log entry as one JSON line: `time`, `level` (lower case), `message`, then `callId`, `tool` and
@@ -116,8 +124,11 @@ export function jsonLogLine(entry: LogEntry): string {
   if (callId !== undefined) line['callId'] = callId;
   for (const key of ['tool', 'tenant']) if (meta[key] !== undefined) line[key] = meta[key];
   for (const [key, value] of Object.entries(meta)) {
-    if (withheld.has(key) || key in line) continue;
-    line[key] = key === 'error' ? describeError(value, entry.level === 'ERROR') : value;
+    if (withheld.has(key) || key === 'callId' || key === 'tool' || key === 'tenant') continue;
+    // An attribute named like a field of the line (`message`, `time`, `level`) keeps its value
+    // under another name rather than being lost.
+    const name = key in line ? `${key}Attribute` : key;
+    line[name] = key === 'error' ? describeError(value, entry.level === 'ERROR') : value;
   }
   return `${JSON.stringify(line, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}\n`;
 }

@@ -176,6 +176,6 @@ describe('worker metrics', () => {
 
     const bad = await createCliRunner({})('worker', '--metrics-port', 'ninety');
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain('--metrics-port must be a whole number from 0 to 65535');
+    expect(bad.stderr).toContain('--metrics-port must be a whole number from 0 to 65535 (0 for no metrics)');
   });
 });
