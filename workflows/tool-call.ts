@@ -53,6 +53,7 @@ import {
   recordRefusal,
   transition,
 } from './call-state.ts';
+import { type GateName, gatePassed, gateStopped, traceClosedCall } from './call-trace.ts';
 import { endFailedExecution } from './execution-failure.ts';
 
 export type { ToolCallRequest };
@@ -118,14 +119,26 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
 
   return async function toolCall(request: ToolCallRequest): Promise<CallRecord> {
     const call = openCall(request);
+    // The gate in progress, for the trace: its events are no commands (workflows/call-trace.ts).
+    let gate: GateName = 'idempotency';
     try {
       checkIdempotency(call, settings);
+      gatePassed(call, gate);
+      gate = 'allowlist';
       await checkAllowlist(call, settings);
+      gatePassed(call, gate);
+      gate = 'validation';
       await validateArguments(call, settings);
+      gatePassed(call, gate);
+      gate = 'approval';
       await awaitApproval(call, settings);
+      gatePassed(call, gate);
+      gate = 'execution';
+      // Closes the call whichever way the tool ends: its decision is the call's status.
       await execute(call, settings);
     } catch (error) {
       settleInterruption(call, error);
+      gateStopped(call, gate);
     } finally {
       await releaseSlot(call, settings);
     }
@@ -436,6 +449,7 @@ async function releaseSlot(call: CallState, settings: GateSettings): Promise<voi
 function closeRun(call: CallState): CallRecord {
   const { record } = call;
   countClosedCall(call);
+  traceClosedCall(call);
   log.info('tool call closed', {
     callId: record.callId,
     status: record.status,

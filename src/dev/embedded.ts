@@ -16,6 +16,8 @@ import { untilAborted } from '../support/until-aborted.ts';
 import { createWorker } from '../worker/create-worker.ts';
 import { drainGraceMsFor } from '../worker/drain-grace.ts';
 import { installRuntimeLogging, type MetricsEndpoint } from '../worker/runtime-logging.ts';
+import type { Tracing } from '../worker/tracing.ts';
+import { tracesRequested } from '../worker/tracing-environment.ts';
 import { type DevServer, startDevServer } from './dev-server.ts';
 import { findTemporalCli } from './find-cli.ts';
 
@@ -130,6 +132,12 @@ async function startEmbeddedParts(
   const taskQueue = options.taskQueue ?? defaultTaskQueue;
   const progress = options.onProgress ?? ((line: string) => process.stderr.write(`${line}\n`));
 
+  // OpenTelemetry's variables turn traces on (docs/operators.md "Traces"); spans still buffered are
+  // sent when toolgate stops.
+  const tracing = tracesRequested(env)
+    ? await (await import('../worker/tracing-environment.ts')).tracingFromEnvironment('toolgate', env)
+    : undefined;
+  if (tracing) undo.push(tracing.shutdown);
   const cluster = await openCluster(options, { env, dataDir, progress }, undo);
   const { server, address, namespace, connectionOptions } = cluster;
   const { publicKey, signer } = await loadApprovalKeys(env, dataDir);
@@ -140,7 +148,17 @@ async function startEmbeddedParts(
     (opened) => opened.close(),
   );
   undo.push(() => connection.close());
-  const temporal = new Client({ connection, namespace });
+  const temporal = new Client({
+    connection,
+    namespace,
+    ...(tracing
+      ? {
+          interceptors: {
+            workflow: [(await import('../worker/tracing.ts')).tracingClientInterceptor(tracing)],
+          },
+        }
+      : {}),
+  });
   const client = new ToolgateClient({
     client: temporal,
     taskQueue,
@@ -151,7 +169,7 @@ async function startEmbeddedParts(
 
   const started =
     (options.worker ?? true)
-      ? await startToolWorker(options, { cluster, taskQueue, dataDir, publicKey }, undo)
+      ? await startToolWorker(options, { cluster, taskQueue, dataDir, publicKey, tracing }, undo)
       : undefined;
   const worker = started?.worker;
   const running = started?.running ?? Promise.resolve();
@@ -174,6 +192,7 @@ async function startEmbeddedParts(
       await running.catch(() => undefined);
       await started?.nativeConnection.close();
       await connection.close();
+      await tracing?.shutdown().catch(() => undefined);
       await server?.stop();
     },
   };
@@ -233,10 +252,16 @@ async function loadApprovalKeys(
 /** Connects a worker for the tools on its own native connection and runs it. */
 async function startToolWorker(
   options: EmbeddedOptions,
-  where: { cluster: OpenedCluster; taskQueue: string; dataDir: string; publicKey: KeyObject },
+  where: {
+    cluster: OpenedCluster;
+    taskQueue: string;
+    dataDir: string;
+    publicKey: KeyObject;
+    tracing: Tracing | undefined;
+  },
   undo: Array<() => Promise<unknown>>,
 ): Promise<{ worker: Worker; nativeConnection: NativeConnection; running: Promise<void> }> {
-  const { cluster, taskQueue, dataDir, publicKey } = where;
+  const { cluster, taskQueue, dataDir, publicKey, tracing } = where;
   const nativeConnection = await untilAborted(
     NativeConnection.connect({ ...cluster.connectionOptions, address: cluster.address } as never),
     options.signal,
@@ -254,6 +279,7 @@ async function startToolWorker(
     activities,
     workflowsPath: options.tools.workflowsPath,
     drainGraceMs: options.tools.drainGraceMs ?? drainGraceMsFor(options.tools.catalog),
+    ...(tracing ? { tracing } : {}),
   });
   undo.push(async () => {
     const late = await creating.catch(() => undefined);

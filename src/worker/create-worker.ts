@@ -16,6 +16,10 @@ import { heartbeatIntervalMs } from '../contracts/limits.ts';
 import { modulePath } from '../support/module-path.ts';
 import { keepModernSyntax } from './bundle-syntax.ts';
 import { sharedLibrariesBundlerOptions } from './shared-libraries.ts';
+import type { Tracing } from './tracing.ts';
+
+/** Loaded only for a worker that traces: OpenTelemetry's packages cost about 50 ms of start-up. */
+const tracingModule = () => import('./tracing.ts');
 
 export interface CreateWorkerOptions {
   readonly connection: NativeConnection;
@@ -43,6 +47,12 @@ export interface CreateWorkerOptions {
    * workflows/shared-libraries.ts). Ignored with `workflowBundle`, which was bundled already.
    */
   readonly shareLibraries?: boolean;
+  /**
+   * OpenTelemetry traces of the calls this worker runs: a span per workflow run and per tool
+   * attempt, gate decisions as events (docs/operators.md "Traces"). With a `workflowBundle`, the
+   * bundle must have been made with `bundleToolgateWorkflows(path, { tracing: true })`.
+   */
+  readonly tracing?: Tracing;
   /** Passed through to the Temporal worker: slots, cache size and the like. */
   readonly tuning?: Partial<
     Pick<
@@ -62,12 +72,15 @@ export interface CreateWorkerOptions {
 /** Bundles the workflows once; pass the result to several workers or test runs. */
 export async function bundleToolgateWorkflows(
   workflowsPath: string,
-  options: { shareLibraries?: boolean } = {},
+  options: { shareLibraries?: boolean; tracing?: boolean } = {},
 ): Promise<{ code: string }> {
   const bundle = await bundleWorkflowCode({
     workflowsPath: await withToolgateWorkflows(workflowsPath),
     logger: quietBundlerLogger,
     ...toolgateBundlerOptions(options.shareLibraries),
+    ...(options.tracing
+      ? { workflowInterceptorModules: [...(await tracingModule()).tracingWorkflowModules] }
+      : {}),
   });
   return { code: bundle.code };
 }
@@ -119,6 +132,13 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
       'createWorker needs workflowsPath (a module that exports toolCall = createToolCallWorkflow(catalog)) or a workflowBundle.',
     );
   }
+  const tracing = options.tracing ? await tracingModule() : undefined;
+  if (tracing && options.workflowBundle && !tracing.bundleTraces(options.workflowBundle.code)) {
+    throw new TypeError(
+      'createWorker got tracing and a workflow bundle made without it: workflow spans would be missing. ' +
+        'Make the bundle with bundleToolgateWorkflows(workflowsPath, { tracing: true }), or pass workflowsPath instead.',
+    );
+  }
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace ?? 'default',
@@ -128,6 +148,8 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
       : {
           workflowsPath: await withToolgateWorkflows(options.workflowsPath!),
           bundlerOptions: toolgateBundlerOptions(options.shareLibraries),
+          // Temporal's tracing plugin adds its own module; the gate events come with it.
+          ...(tracing ? { interceptors: { workflowModules: [tracing.gateEventsModule] } } : {}),
         }),
     activities: options.activities as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>,
     // Cancellation reaches an activity only with a heartbeat response: the throttle matches the
@@ -137,6 +159,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
     defaultHeartbeatThrottleInterval: heartbeatIntervalMs,
     shutdownGraceTime: options.drainGraceMs ?? 5_000,
     ...(options.identity ? { identity: options.identity } : {}),
+    ...(tracing && options.tracing ? { plugins: [tracing.tracingPlugin(options.tracing)] } : {}),
     ...options.tuning,
   });
 }

@@ -68,3 +68,7 @@ export type { BreakerSettings } from '../policy/scope-state.ts';
 export type { CreateWorkerOptions } from './create-worker.ts';
 export { bundleToolgateWorkflows, createWorker, toolgateBundlerOptions } from './create-worker.ts';
 export { installRuntimeLogging } from './runtime-logging.ts';
+export type { Tracing } from './tracing.ts';
+export { tracingClientInterceptor } from './tracing.ts';
+export type { TracingFromEnvironment } from './tracing-environment.ts';
+export { tracingFromEnvironment } from './tracing-environment.ts';

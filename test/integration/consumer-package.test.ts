@@ -18,7 +18,7 @@ import { type LoopbackServer, startLoopbackServer } from '../support/loopback-se
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const documents = ['README.md', 'docs/agents.md', 'docs/mcp.md'];
+const documents = ['README.md', 'docs/agents.md', 'docs/mcp.md', 'docs/operators.md'];
 
 /** The versions the repository locks, so the consumer installs what CI tested (and npm has cached). */
 async function lockedVersions(names: readonly string[]): Promise<string[]> {

@@ -7,6 +7,7 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import type { CreateActivitiesOptions } from '../../activities/create-activities.ts';
 import { exampleCatalog } from '../../examples/contracts.ts';
+import { exampleToolSet } from '../../examples/tool-set.ts';
 import {
   createExampleActivities,
   createExampleTools,
@@ -20,8 +21,9 @@ import {
 } from '../../src/client/approval-signer.ts';
 import { ToolgateClient } from '../../src/client/toolgate-client.ts';
 import type { CallContext } from '../../src/contracts/call-record.ts';
-import { createWorker } from '../../src/worker/create-worker.ts';
+import { bundleToolgateWorkflows, createWorker } from '../../src/worker/create-worker.ts';
 import { installRuntimeLogging } from '../../src/worker/runtime-logging.ts';
+import { type Tracing, tracingClientInterceptor } from '../../src/worker/tracing.ts';
 
 export interface Harness {
   readonly taskQueue: string;
@@ -48,13 +50,17 @@ export interface HarnessOptions {
   readonly startWorker?: boolean;
   /** Options for the example tools, e.g. http_fetch's allowed hosts or its breaker. */
   readonly toolOptions?: ExampleToolOptions;
+  /** Traces from the worker and the client (the bundle is then made with the tracing module). */
+  readonly tracing?: Tracing;
 }
 
 /** A worker on its own task queue and data dir, against the shared dev server of the test run. */
 export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
   installRuntimeLogging();
   const address = inject('temporalAddress');
-  const code = inject('workflowBundle');
+  const code = options.tracing
+    ? (await bundleToolgateWorkflows(exampleToolSet.workflowsPath, { tracing: true })).code
+    : inject('workflowBundle');
   const taskQueue = `test-${randomUUID()}`;
   const dataDir = await mkdtemp(join(tmpdir(), 'toolgate-data-'));
   const tools = createExampleTools(dataDir, options.toolOptions);
@@ -65,7 +71,10 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   const keys = await loadOrCreateApprovalKeys(join(dataDir, 'keys'));
   const signer = createApprovalSigner(keys.privateKey);
   const connection = await Connection.connect({ address });
-  const temporal = new Client({ connection });
+  const temporal = new Client({
+    connection,
+    ...(options.tracing ? { interceptors: { workflow: [tracingClientInterceptor(options.tracing)] } } : {}),
+  });
   const client = new ToolgateClient({ client: temporal, taskQueue, catalog: exampleCatalog, signer });
   const activities = createExampleActivities(tools, {
     ...(options.policy ? { policy: options.policy } : {}),
@@ -90,6 +99,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
         taskQueue,
         activities,
         workflowBundle: { code },
+        ...(options.tracing ? { tracing: options.tracing } : {}),
       });
       running = worker.run();
     },
