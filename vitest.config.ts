@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
-// Three projects: `unit` never talks to a server; `integration` and `faults` share one real
-// Temporal dev server started by the global setup.
+// Four projects: `unit` never talks to a server; `integration` and `faults` share one real
+// Temporal dev server started by the global setup; `cluster` runs the compose stack.
 // Integration tests provoke hundreds of tool failures on purpose; their worker logs are silenced
 // unless TOOLGATE_LOG_LEVEL asks for them (e.g. TOOLGATE_LOG_LEVEL=WARN npm test).
 process.env['TOOLGATE_LOG_LEVEL'] ??= 'OFF';
@@ -43,6 +43,19 @@ export default defineConfig({
           globalSetup: ['test/support/build-setup.ts', 'test/support/global-setup.ts'],
           testTimeout: 300_000,
           hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        // `npm run test:cluster`: what docker-compose.yml describes, as real processes
+        // (test/support/cluster-stack.ts). Not part of `npm test`: it builds the server once.
+        test: {
+          name: 'cluster',
+          include: ['test/cluster/**/*.test.ts'],
+          environment: 'node',
+          globalSetup: ['test/support/build-setup.ts', 'test/support/cluster-setup.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 900_000,
           fileParallelism: false,
         },
       },

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -199,27 +200,48 @@ function describeRecord(record: CallRecord): string[] {
   ];
 }
 
-async function main(): Promise<number> {
-  const json = process.argv.includes('--json');
-  const keep = process.argv.includes('--keep');
-  const dataDir = await mkdtemp(join(tmpdir(), 'toolgate-demo-'));
-  const say = (line = '') => {
-    if (!json) process.stdout.write(`${line}\n`);
-  };
-  say('toolgate demo: starting the embedded Temporal dev server and a worker…');
-  const embedded = await startEmbedded({
+/**
+ * `--address host:port` joins that cluster (on a task queue of its own) instead of starting a dev
+ * server: `npm run test:cluster` runs the demo against the compose stack this way.
+ */
+function clusterAddress(): string | undefined {
+  const at = process.argv.indexOf('--address');
+  if (at < 0) return undefined;
+  const address = process.argv[at + 1];
+  if (!address?.includes(':')) throw new Error('--address needs host:port, e.g. --address 127.0.0.1:7233');
+  return address;
+}
+
+function startDemo(address: string | undefined, dataDir: string, json: boolean) {
+  return startEmbedded({
     // Only the demo shortens the approval window, so the expiry case finishes quickly.
     tools: createExampleToolSet({
       policy: { allow: exampleAllowlist, approvals: { transfer_funds: { expiresAfterMs: 3_000 } } },
     }),
     dataDir,
-    grpcPort: 0,
-    uiPort: 0,
-    headless: true,
+    ...(address
+      ? { cluster: { address, namespace: 'default' }, taskQueue: `toolgate-demo-${randomUUID()}` }
+      : { grpcPort: 0, uiPort: 0, headless: true }),
     onProgress: (line) => {
       if (!json) process.stderr.write(`${line}\n`);
     },
   });
+}
+
+async function main(): Promise<number> {
+  const json = process.argv.includes('--json');
+  const keep = process.argv.includes('--keep');
+  const address = clusterAddress();
+  const dataDir = await mkdtemp(join(tmpdir(), 'toolgate-demo-'));
+  const say = (line = '') => {
+    if (!json) process.stdout.write(`${line}\n`);
+  };
+  say(
+    address
+      ? `toolgate demo: joining ${address} with a worker…`
+      : 'toolgate demo: starting the embedded Temporal dev server and a worker…',
+  );
+  const embedded = await startDemo(address, dataDir, json);
   const results: Array<{ title: string; ok: boolean; expected: Expected; record: CallRecord }> = [];
   try {
     say(`Temporal at ${embedded.address}; data in ${dataDir}\n`);

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type ChildHandle, spawnCommand, spawnNode } from '../support/child-processes.ts';
 import { type DocBlock, docProject } from '../support/doc-blocks.ts';
 import { type LoopbackServer, startLoopbackServer } from '../support/loopback-server.ts';
+import { stepTimer } from '../support/step-timer.ts';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -38,15 +39,7 @@ describe('the packed package in a new project, as the README teaches', () => {
   let payments: LoopbackServer;
   let tarball: string;
   const refunds: Array<{ key: string | undefined; body: string }> = [];
-  const timings: Record<string, number> = {};
-  const timed = async <T>(step: string, action: () => Promise<T>): Promise<T> => {
-    const started = performance.now();
-    try {
-      return await action();
-    } finally {
-      timings[step] = Math.round(performance.now() - started);
-    }
-  };
+  const { timings, timed } = stepTimer();
   const npm = (args: readonly string[], cwd: string) =>
     run('npm', [...args], { cwd, maxBuffer: 16 * 1024 * 1024, timeout: 300_000 });
 
