@@ -16,6 +16,7 @@ import { type SpawnedChild, spawnNode } from '../support/child-processes.ts';
 import { repositoryRoot, serviceProcess } from '../support/cluster-stack.ts';
 import { agent } from '../support/harness.ts';
 import { mapLimited } from '../support/map-limited.ts';
+import { cancelRound, heartbeatRequests, quantile } from '../support/mass-cancel.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
@@ -165,6 +166,28 @@ describe('the compose stack, as real processes', () => {
     );
   });
 
+  it('keeps all of 100 labels added at once through both replicas on the shared volume', async () => {
+    const labels = Array.from({ length: 100 }, (_, index) => `label-${index}`);
+    const records = await mapLimited(labels, labels.length, (label) =>
+      client.call(
+        { tool: 'add_label', input: { item: 'shared-item', label }, key: `labels-${label}` },
+        agent,
+      ),
+    );
+    expect(records.filter((record) => record.status !== 'succeeded').map((record) => record.message)).toEqual(
+      [],
+    );
+    const ran = await workersThatRan(records.map((record) => record.callId));
+    expect(ran.size).toBe(2);
+    const stored = JSON.parse(
+      await readFile(exampleToolPaths(exampleDataDir(dataDir)).labelsFile, 'utf8'),
+    ) as Record<string, string[]>;
+    expect(stored['shared-item']).toEqual([...labels].sort());
+    console.info(
+      `labels on one volume: 100 of 100 kept; added per worker ${JSON.stringify(Object.fromEntries(ran))}`,
+    );
+  });
+
   it('loses nothing and runs nothing twice when a worker is SIGKILLed under load', async () => {
     const before = await wroteLines();
     const calls = Array.from({ length: 150 }, (_, index) => index);
@@ -284,5 +307,34 @@ describe('the compose stack, as real processes', () => {
     } finally {
       await inbox.stop();
     }
+  });
+
+  it('cancels 100 running tools at once: each cancel() answers within 2 s, no tool runs on', async () => {
+    const executionLines = async () =>
+      (await readFile(exampleToolPaths(exampleDataDir(dataDir)).executionsFile, 'utf8'))
+        .split('\n')
+        .filter((line) => line.length > 0)
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const p99s: number[] = [];
+    for (const round of ['round A', 'round B']) {
+      const result = await cancelRound(
+        {
+          client,
+          lines: executionLines,
+          countHeartbeats: () => heartbeatRequests(inject('clusterMetricsUrl')),
+        },
+        `on the cluster, ${round}`,
+      );
+      expect(Math.max(...result.returned)).toBeLessThanOrEqual(2_000);
+      expect(result.toAbort.filter((delay) => Number.isNaN(delay))).toEqual([]);
+      expect(result.finished).toEqual([]);
+      expect(result.records.map((record) => `${record.status}/${record.effect}`)).toEqual(
+        result.records.map(() => 'cancelled/none'),
+      );
+      p99s.push(quantile(result.toAbort, 0.99));
+    }
+    console.info(
+      `mass cancel on the cluster: cancel() → tool abort p99 ${p99s.map((ms) => `${ms.toFixed(0)} ms`).join(', ')}`,
+    );
   });
 });

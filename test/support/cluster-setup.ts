@@ -5,6 +5,7 @@ import { type ClusterStack, startClusterStack } from './cluster-stack.ts';
 declare module 'vitest' {
   export interface ProvidedContext {
     clusterAddress: string;
+    clusterMetricsUrl: string;
     clusterNamespace: string;
     clusterWorkDir: string;
     /** What ran: the server and PostgreSQL versions, and how long each step of the set-up took. */
@@ -22,6 +23,7 @@ export async function setup(project: TestProject): Promise<void> {
   const report = `Temporal server ${stack.serverVersion} (built from Go modules) on PostgreSQL ${stack.postgresVersion} at ${stack.address}; set-up ms ${JSON.stringify(stack.timings)}`;
   progress(report);
   project.provide('clusterAddress', stack.address);
+  project.provide('clusterMetricsUrl', stack.metricsUrl);
   project.provide('clusterNamespace', stack.namespace);
   project.provide('clusterWorkDir', stack.workDir);
   project.provide('clusterReport', report);

@@ -285,6 +285,8 @@ export async function startPostgres(workDir: string, user: string, password: str
 
 export interface ClusterStack {
   readonly address: string;
+  /** The server's Prometheus endpoint. */
+  readonly metricsUrl: string;
   readonly namespace: string;
   readonly postgresVersion: string;
   readonly serverVersion: string;
@@ -350,7 +352,7 @@ export async function startClusterStack(
       }),
     );
 
-    const ports = await freePorts(10);
+    const ports = await freePorts(11);
     const serverEnv = {
       ...env,
       ...compose.environment('temporal', env),
@@ -371,6 +373,8 @@ export async function startClusterStack(
       WORKER_GRPC_PORT: String(ports[7]),
       WORKER_MEMBERSHIP_PORT: String(ports[8]),
       INTERNAL_FRONTEND_HTTP_PORT: String(ports[9]),
+      // Not in compose (nothing scrapes the server there): the tests count requests with it.
+      PROMETHEUS_ENDPOINT: `127.0.0.1:${ports[10]}`,
     };
     const address = `127.0.0.1:${ports[0]}`;
     const server = startGroup(
@@ -401,6 +405,7 @@ export async function startClusterStack(
     );
     return {
       address,
+      metricsUrl: `http://127.0.0.1:${ports[10]}/metrics`,
       namespace: namespaceSetup['TEMPORAL_NAMESPACE'] ?? 'default',
       postgresVersion: postgres.version,
       serverVersion,
