@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { CallSummary, ToolgateOperations } from '../client/operations.ts';
 import type { DecisionOutcome } from '../client/toolgate-client.ts';
 import { type CallRecord, terminalStatuses } from '../contracts/call-record.ts';
+import { approverRefusal } from '../policy/identity.ts';
 import type { ApproverDirectory, InboxApprover } from './approver-tokens.ts';
 import { inboxPage, inboxScript, inboxStyle, loginPage } from './assets.ts';
 import { renderOverviewSvg, summarizeCalls } from './overview-chart.ts';
@@ -97,11 +98,13 @@ function recentDecisionOf(record: CallRecord): RecentDecision | null {
 
 /** Whether this approver is on the call's list: by name or by `role:<name>`, and not the requester. */
 export function mayDecide(approver: InboxApprover, record: CallRecord): string | undefined {
-  const approvers = record.approval?.approvers ?? [];
-  if (approver.name === record.principal) return 'the requester may not approve their own call';
-  const named = approvers.includes(approver.name);
-  const byRole = approver.roles.some((role) => approvers.includes(`role:${role}`));
-  return named || byRole ? undefined : `${approver.name} is not an approver for ${record.tool}`;
+  return approverRefusal({
+    approver: approver.name,
+    roles: approver.roles,
+    requester: record.principal,
+    approvers: record.approval?.approvers ?? [],
+    tool: record.tool,
+  });
 }
 
 function sameSecret(left: string, right: string): boolean {

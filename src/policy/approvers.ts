@@ -1,4 +1,5 @@
 import type { DecisionClaims } from '../contracts/approval.ts';
+import { approverRefusal } from './identity.ts';
 
 export interface AuthorizeDecisionOptions {
   readonly claims: DecisionClaims;
@@ -24,12 +25,13 @@ export function authorizeDecision(options: AuthorizeDecisionOptions): string | u
   }
   if (claims.approverKind !== 'human')
     return `a ${claims.approverKind} principal may not approve; only humans may`;
-  if (claims.approver === options.requester) return 'the requester may not approve their own call';
   const issuedAtMs = Date.parse(claims.issuedAt);
   if (issuedAtMs > options.nowMs + 60_000) return 'the decision is dated in the future';
   if (options.nowMs - issuedAtMs > options.maxAgeMs) return 'the decision is stale; sign a new one';
-  const named = options.approvers.includes(claims.approver);
-  const byRole = claims.roles.some((role) => options.approvers.includes(`role:${role}`));
-  if (!named && !byRole) return `${claims.approver} is not an approver for this tool`;
-  return undefined;
+  return approverRefusal({
+    approver: claims.approver,
+    roles: claims.roles,
+    requester: options.requester,
+    approvers: options.approvers,
+  });
 }

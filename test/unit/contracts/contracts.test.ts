@@ -332,6 +332,9 @@ describe('signed decisions', () => {
       [createApprovalSigner(other.privateKey).sign(claims()), /trusted approval signer/],
       [{ ...signer.sign(claims()), claims: { ...claims(), approver: 'mallory' } }, /trusted approval signer/],
       [signer.sign(claims({ approver: 'agent-7', roles: ['finance'] })), /requester/],
+      // The requester under another spelling: case, full-width letters (NFKC).
+      [signer.sign(claims({ approver: 'Agent-7', roles: ['finance'] })), /requester/],
+      [signer.sign(claims({ approver: 'ＡＧＥＮＴ－７', roles: ['finance'] })), /requester/],
       [signer.sign(claims({ approverKind: 'service' })), /only humans/],
       [signer.sign(claims({ fingerprint: '0'.repeat(64) })), /argument hash/],
       [signer.sign(claims({ callId: 'c2' })), /different call/],
