@@ -5,7 +5,15 @@
 import { CancellationScope, condition, isCancellation, log, sleep } from '@temporalio/workflow';
 import type { DecisionClaims } from '../src/contracts/approval.ts';
 import { reasonCodes } from '../src/contracts/reason-codes.ts';
-import { type CallState, deny, describeClaim, type GateSettings, now, recordRefusal } from './call-state.ts';
+import {
+  answer,
+  type CallState,
+  deny,
+  describeClaim,
+  type GateSettings,
+  now,
+  recordRefusal,
+} from './call-state.ts';
 
 /** Waits for a decision that counts; denies the call on expiry or cancel. */
 export function awaitDecision(
@@ -136,6 +144,7 @@ async function checkNextDecision(
   if (verdict.accepted && !late && !seenNonces.has(verdict.claims.nonce)) {
     seenNonces.add(verdict.claims.nonce);
     record.approval!.decisionNonce = verdict.claims.nonce;
+    answer(call, payload, { accepted: true });
     return verdict.claims;
   }
   const refusal = verdict.accepted
@@ -153,6 +162,7 @@ async function checkNextDecision(
   // A refused decision uses up its nonce only for calls started before `nonce-used-when-counted`.
   if (refusal.nonce && !call.countedNoncesOnly) seenNonces.add(refusal.nonce);
   recordRefusal(call, { at: now(), ...refusal });
+  answer(call, payload, { accepted: false, reason: refusal.reason });
   log.warn('approval decision refused', { callId: record.callId, ...refusal });
   return undefined;
 }

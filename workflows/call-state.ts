@@ -4,9 +4,21 @@
  * take this state and the workflow's settings as arguments; nothing here closes over a call.
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  condition,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { AdmitDecision, ToolgateActivities } from '../src/contracts/activity-types.ts';
-import type { CallEffect, CallRecord, CallStatus } from '../src/contracts/call-record.ts';
+import type { DecisionAnswer } from '../src/contracts/approval.ts';
+import {
+  type CallEffect,
+  type CallRecord,
+  type CallStatus,
+  isTerminalStatus,
+} from '../src/contracts/call-record.ts';
 import type { ToolCatalog, ToolContract } from '../src/contracts/define-tool.ts';
 import type { PayloadLimits } from '../src/contracts/limits.ts';
 import {
@@ -16,7 +28,7 @@ import {
 } from '../src/contracts/prepare-call.ts';
 import { type ReasonCode, reasonCodes } from '../src/contracts/reason-codes.ts';
 import { searchAttributeKeys } from '../src/contracts/search-attributes.ts';
-import { decisionSignal, recordQuery } from './messages.ts';
+import { decisionSignal, decisionUpdate, recordQuery } from './messages.ts';
 
 /**
  * Unwinds the gates once a call's outcome is settled; caught in `toolCall` and never seen outside.
@@ -52,6 +64,11 @@ export interface CallState {
   readonly recorded: boolean;
   /** Decisions received and not yet checked, oldest first. */
   readonly pendingDecisions: unknown[];
+  /**
+   * The answers to decisions sent by Update, by payload, once checked: the handler waits for its
+   * own. Only the payloads an Update sent are kept.
+   */
+  readonly decisionAnswers: Map<unknown, DecisionAnswer | undefined>;
   /** A decision has counted; later ones are refused as they arrive. */
   decided: boolean;
   contract?: ToolContract;
@@ -117,6 +134,7 @@ export function openCall(request: ToolCallRequest): CallState {
     lean: protocol >= leanGatesProtocol,
     recorded: protocol >= recordedValidationProtocol,
     pendingDecisions: [],
+    decisionAnswers: new Map(),
     decided: false,
     checkQueuedAtExpiry: false,
     countedNoncesOnly: false,
@@ -127,11 +145,63 @@ export function openCall(request: ToolCallRequest): CallState {
     input: given.input,
   };
   setHandler(recordQuery, () => record);
-  setHandler(decisionSignal, (payload: unknown) => receiveDecision(call, payload));
+  setHandler(decisionSignal, (payload: unknown) => {
+    receiveDecision(call, payload);
+  });
+  setHandler(decisionUpdate, (payload: unknown) => answerDecision(call, payload), {
+    validator: checkDecisionShape,
+  });
   return call;
 }
 
-function receiveDecision(call: CallState, payload: unknown): void {
+/**
+ * A decision by Update: queued and checked as a signal's is, then answered. The call may close
+ * before it is read (expired, cancelled, denied at an earlier gate): then that is the answer.
+ */
+async function answerDecision(call: CallState, payload: unknown): Promise<DecisionAnswer> {
+  call.decisionAnswers.set(payload, undefined);
+  const dropped = receiveDecision(call, payload);
+  if (dropped) return { accepted: false, dropped: true, reason: dropped };
+  // Not cancellable: a cancel closes the call, and that closing is then the answer.
+  await CancellationScope.nonCancellable(() =>
+    condition(() => call.decisionAnswers.get(payload) !== undefined || isTerminalStatus(call.record.status)),
+  );
+  const answer = call.decisionAnswers.get(payload);
+  call.decisionAnswers.delete(payload);
+  return (
+    answer ?? {
+      accepted: false,
+      closed: true,
+      reason: `the call closed (${call.record.status}) before this decision was checked`,
+    }
+  );
+}
+
+/**
+ * The Update's validator: the shape of a signed decision, nothing more (no signature, no clock),
+ * so a malformed one is refused without a word in history.
+ */
+function checkDecisionShape(payload: unknown): void {
+  const candidate = payload as { claims?: unknown; signature?: unknown } | null;
+  if (typeof candidate !== 'object' || candidate === null || Array.isArray(candidate)) {
+    throw new TypeError('a decision is an object with claims and a signature');
+  }
+  if (
+    typeof candidate.claims !== 'object' ||
+    candidate.claims === null ||
+    typeof candidate.signature !== 'string'
+  ) {
+    throw new TypeError('a decision is an object with claims and a signature');
+  }
+}
+
+/** Records the answer to a decision an Update is waiting for; signals' decisions are not kept. */
+export function answer(call: CallState, payload: unknown, given: DecisionAnswer): void {
+  if (call.decisionAnswers.has(payload)) call.decisionAnswers.set(payload, given);
+}
+
+/** Queues a decision, or refuses it at once; returns why, when it was dropped unread. */
+function receiveDecision(call: CallState, payload: unknown): string | undefined {
   const { record } = call;
   // A flood of signals must not grow the record past Temporal's payload limit: the queue is
   // bounded and refusals past a cap are only counted.
@@ -142,14 +212,21 @@ function receiveDecision(call: CallState, payload: unknown): void {
     if (nonce !== undefined) {
       record.droppedUnreadNonces = [...(record.droppedUnreadNonces ?? []), nonce].slice(-maxDroppedNonces);
     }
-    return;
+    return (
+      `this decision was dropped unread and did not count. The call's queue of decisions to check was full ` +
+      `(${record.decisionsDroppedUnread} dropped unread so far): someone is flooding it with signals; find out ` +
+      "who can signal workflows in the call's namespace. Send it again once the flood stops (a decision never counts twice)"
+    );
   }
   if (call.decided) {
     // A decision after the first accepted one never counts; it is recorded and nothing else.
-    recordRefusal(call, { at: now(), ...describeClaim(payload), reason: 'the call was already decided' });
-    return;
+    const reason = 'the call was already decided';
+    recordRefusal(call, { at: now(), ...describeClaim(payload), reason });
+    answer(call, payload, { accepted: false, reason });
+    return undefined;
   }
   call.pendingDecisions.push(payload);
+  return undefined;
 }
 
 /** The workflow's clock, as an ISO string. */

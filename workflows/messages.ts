@@ -1,4 +1,5 @@
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { DecisionAnswer } from '../src/contracts/approval.ts';
 import type { CallRecord } from '../src/contracts/call-record.ts';
 
 /**
@@ -6,6 +7,12 @@ import type { CallRecord } from '../src/contracts/call-record.ts';
  * refused and recorded, and the call keeps waiting.
  */
 export const decisionSignal = defineSignal<[unknown]>('decision');
+
+/**
+ * The same decision as a Workflow Update: verified as a signal's is, and answered with whether it
+ * counted (docs/design.md, "Approval"). Its validator checks only the shape.
+ */
+export const decisionUpdate = defineUpdate<DecisionAnswer, [unknown]>('toolgateDecision');
 
 /** The live call record: status, transitions, refused decisions. */
 export const recordQuery = defineQuery<CallRecord>('record');

@@ -7,7 +7,9 @@
 import {
   ActivityCancellationType,
   ApplicationFailure,
+  allHandlersFinished,
   CancellationScope,
+  condition,
   isCancellation,
   log,
   patched,
@@ -42,6 +44,7 @@ import { tierRequiresKey } from '../src/contracts/tier.ts';
 import { awaitDecision } from './approval-wait.ts';
 import { countClosedCall, observeApprovalWait } from './call-metrics.ts';
 import {
+  answer,
   CallClosed,
   type CallState,
   close,
@@ -142,6 +145,10 @@ export function createToolCallWorkflow(catalog: ToolCatalog, options: ToolCallWo
     } finally {
       await releaseSlot(call, settings);
     }
+    // Decisions sent by Update get their answer before the run closes (once the call is closed,
+    // each handler answers at once). Not cancellable: a cancelled call still answers them. Only
+    // when one waits, so histories without Updates replay unchanged.
+    if (!allHandlersFinished()) await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
     return closeRun(call);
   };
 }
@@ -321,7 +328,9 @@ async function awaitApproval(call: CallState, settings: GateSettings): Promise<v
   // Decisions queued behind the one that counted (sent while it was being checked) are refused as
   // the signal handler refuses later ones, and recorded.
   for (const payload of call.pendingDecisions.splice(0)) {
-    recordRefusal(call, { at: now(), ...describeClaim(payload), reason: 'the call was already decided' });
+    const reason = 'the call was already decided';
+    recordRefusal(call, { at: now(), ...describeClaim(payload), reason });
+    answer(call, payload, { accepted: false, reason });
   }
   record.approval.decidedBy = claims.approver;
   record.approval.decision = claims.decision;

@@ -10,6 +10,8 @@ import {
   WorkflowFailedError,
   WorkflowNotFoundError,
   type WorkflowService,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
 } from '@temporalio/client';
 import { ApplicationFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import {
@@ -17,8 +19,8 @@ import {
   decodeMapFromPayloads,
 } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { optionalTsToMs } from '@temporalio/common/lib/time.js';
-import { decisionSignal, recordQuery } from '../../workflows/messages.ts';
-import type { DecisionClaims, SignedDecision } from '../contracts/approval.ts';
+import { decisionSignal, decisionUpdate, recordQuery } from '../../workflows/messages.ts';
+import type { DecisionAnswer, DecisionClaims, SignedDecision } from '../contracts/approval.ts';
 import {
   type CallContext,
   type CallRecord,
@@ -118,11 +120,10 @@ export interface DecisionOptions {
 export interface DecisionOutcome {
   readonly accepted: boolean;
   /**
-   * `delivered` means the worker had not processed it within the wait. `dropped` means the call
-   * says it dropped this decision unread (its queue of decisions to check was flooded): it did not
-   * count, and can be sent again.
+   * `dropped` means the call dropped this decision unread (its queue of decisions to check was
+   * flooded): it did not count, and can be sent again. `closed`: the call closed before it was read.
    */
-  readonly state: 'accepted' | 'refused' | 'delivered' | 'dropped' | 'closed';
+  readonly state: 'accepted' | 'refused' | 'dropped' | 'closed';
   readonly reason?: string;
   readonly record?: CallRecord;
 }
@@ -657,16 +658,20 @@ export class ToolgateClient {
 
   /**
    * Sends an already signed decision (or anything else: the workflow refuses what it cannot verify)
-   * and waits for the worker's verdict.
+   * as a Workflow Update, and answers with the worker's verdict: `accepted`, or `refused` with the
+   * reason (`dropped` when a flood of signals filled the call's queue, `closed` when the call
+   * closed first). A worker that answers nothing within `waitMs` (default 60 s) makes it throw
+   * `NoWorkerAnsweredError`; the decision may still be checked when one comes.
    */
   async sendDecision(
     callId: string,
     payload: SignedDecision | unknown,
-    waitMs = 15_000,
+    waitMs = 60_000,
   ): Promise<DecisionOutcome> {
     const handle = this.temporal.workflow.getHandle(callId);
-    const description = await handle.describe();
-    if (description.status.name !== 'RUNNING') {
+    const closed = async (): Promise<DecisionOutcome | undefined> => {
+      const description = await handle.describe();
+      if (description.status.name === 'RUNNING') return undefined;
       const record = await this.result(callId);
       return {
         accepted: false,
@@ -674,8 +679,48 @@ export class ToolgateClient {
         reason: `the call is already closed (${record.status})`,
         record,
       };
+    };
+    const before = await closed();
+    if (before) return before;
+    let answer: DecisionAnswer;
+    try {
+      answer = await this.temporal.withDeadline(Date.now() + waitMs, () =>
+        handle.executeUpdate(decisionUpdate, { args: [payload] }),
+      );
+    } catch (error) {
+      if (error instanceof WorkflowUpdateFailedError) {
+        const message = error.cause?.message ?? error.message;
+        // A worker whose code predates decisions by Update (during a rolling deploy): the signal.
+        if (/No registered handler for update/.test(message))
+          return this.#signalDecision(callId, payload, waitMs);
+        // The validator's refusal: not a decision at all; nothing was written.
+        return { accepted: false, state: 'refused', reason: message };
+      }
+      const after = await closed().catch(() => undefined);
+      if (after) return after;
+      if (error instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
+        throw new NoWorkerAnsweredError(
+          `No worker checked the decision on ${callId} within ${Math.round(waitMs / 1000)} s: is a worker polling its task queue? ` +
+            'The decision may still be checked when one does; look with get() before sending it again.',
+          { cause: error },
+        );
+      }
+      throw error;
     }
-    await handle.signal(decisionSignal, payload);
+    if (answer.accepted) return { accepted: true, state: 'accepted' };
+    return {
+      accepted: false,
+      state: answer.dropped ? 'dropped' : answer.closed ? 'closed' : 'refused',
+      reason: answer.reason ?? 'the decision was refused',
+    };
+  }
+
+  /**
+   * The signal path, for workers that predate the Update: sends the decision and reads the record
+   * until it shows the verdict, for up to `waitMs`.
+   */
+  async #signalDecision(callId: string, payload: unknown, waitMs: number): Promise<DecisionOutcome> {
+    await this.temporal.workflow.getHandle(callId).signal(decisionSignal, payload);
     const nonce = (payload as { claims?: { nonce?: unknown } } | null)?.claims?.nonce;
     const ownNonce = typeof nonce === 'string' ? nonce : undefined;
     const deadline = Date.now() + waitMs;
@@ -694,7 +739,7 @@ export class ToolgateClient {
       await pause(Math.min(pauseMs, Math.max(0, deadline - Date.now())));
       pauseMs = Math.min(pauseMs * 2, 400);
     }
-    return undecidedInTime(lastSeen, ownNonce);
+    return undecidedInTime(callId, lastSeen, ownNonce);
   }
 
   async #decide(
@@ -868,7 +913,11 @@ function decisionVerdict(record: CallRecord, nonce: string | undefined): Decisio
  * decisions it dropped unread because its queue was full; the nonce is only claimed there, so this
  * is judged at the end of the wait, after the record had every chance to show the decision.
  */
-function undecidedInTime(lastSeen: CallRecord | undefined, nonce: string | undefined): DecisionOutcome {
+function undecidedInTime(
+  callId: string,
+  lastSeen: CallRecord | undefined,
+  nonce: string | undefined,
+): DecisionOutcome {
   const droppedUnread = lastSeen?.decisionsDroppedUnread ?? 0;
   const flood =
     `the call's queue of decisions to check was full (${droppedUnread} dropped unread so far): someone is ` +
@@ -885,12 +934,8 @@ function undecidedInTime(lastSeen: CallRecord | undefined, nonce: string | undef
       record: lastSeen,
     };
   }
-  return {
-    accepted: false,
-    state: 'delivered',
-    reason:
-      droppedUnread > 0
-        ? `no worker processed the decision in time, and ${flood}. Check with get() whether it counted, and send it again if not`
-        : 'no worker processed the decision in time; check again with get()',
-  };
+  throw new NoWorkerAnsweredError(
+    `No worker checked the decision on ${callId} in time${droppedUnread > 0 ? `, and ${flood}` : ''}. ` +
+      'It may still be checked when one does; look with get() before sending it again.',
+  );
 }

@@ -37,3 +37,15 @@ export type DecisionVerdict =
       readonly decision: string;
       readonly nonce?: string;
     };
+
+/**
+ * The answer to a decision sent by Workflow Update (`toolgateDecision`): whether it counted, or why
+ * not. `dropped` marks one the call did not read at all, its queue of decisions to check being full.
+ */
+export interface DecisionAnswer {
+  readonly accepted: boolean;
+  readonly reason?: string;
+  readonly dropped?: boolean;
+  /** The call closed (expired, cancelled, denied at an earlier gate) before the decision was read. */
+  readonly closed?: boolean;
+}

@@ -127,15 +127,8 @@ export const inboxScript = `
         headers: { 'content-type': 'application/json', 'x-csrf-token': csrfToken },
         body: JSON.stringify({ callId: callId, runId: runId, decision: decision, comment: comment }),
       });
-      if (body.state === 'delivered') {
-        // 202: sent, but no worker confirmed it in time. It may still count; it may not.
-        notice('Sent, not yet confirmed for ' + callId + ': ' + body.error +
-          '. If the card is still here once workers run, decide again (a decision never counts twice).', 'warn');
-        for (const button of card.querySelectorAll('button')) button.disabled = false;
-      } else {
-        notice((decision === 'approve' ? 'Approved ' : 'Rejected ') + callId, 'ok');
-        card.dataset.decided = body.state;
-      }
+      notice((decision === 'approve' ? 'Approved ' : 'Rejected ') + callId, 'ok');
+      card.dataset.decided = body.state;
     } catch (error) {
       notice('Not decided: ' + error.message, 'error');
       for (const button of card.querySelectorAll('button')) button.disabled = false;

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { CallSummary, ToolgateOperations } from '../client/operations.ts';
 import type { DecisionOutcome } from '../client/toolgate-client.ts';
 import { type CallRecord, terminalStatuses } from '../contracts/call-record.ts';
+import { NoWorkerAnsweredError } from '../contracts/errors.ts';
 import { approverRefusal } from '../policy/identity.ts';
 import type { ApproverDirectory, InboxApprover } from './approver-tokens.ts';
 import { inboxPage, inboxScript, inboxStyle, loginPage } from './assets.ts';
@@ -409,10 +410,15 @@ async function decide(state: InboxState, context: Context): Promise<Response> {
   const record = await state.operations.client.get(request.callId).catch(() => undefined);
   const refusedCall = decisionRefusal(session.approver, record, request.runId);
   if (refusedCall) return refuse(context, refusedCall);
-  const outcome = await submitDecision(state.operations, session.approver, request);
+  let outcome: DecisionOutcome;
+  try {
+    outcome = await submitDecision(state.operations, session.approver, request);
+  } catch (error) {
+    // No worker checked it in time: say so; it may still be checked when one does.
+    if (error instanceof NoWorkerAnsweredError) return context.json({ error: error.message }, 503);
+    throw error;
+  }
   if (outcome.accepted) return context.json({ state: outcome.state }, 200);
-  if (outcome.state === 'delivered')
-    return context.json({ state: outcome.state, error: outcome.reason }, 202);
   return context.json({ state: outcome.state, error: outcome.reason ?? 'The decision was refused.' }, 409);
 }
 

@@ -248,15 +248,14 @@ describe('approvals inbox in headless chromium', () => {
     );
     const page = await signIn(aliceToken, started.callId);
     const card = page.locator(`article[data-call-id="${started.callId}"]`);
-    // What the API answers when no worker processes the signal in time: the page must not say "Approved".
+    // What the API answers when no worker checks the decision in time: the page must not say "Approved".
     await page.route('**/api/decisions', (route) =>
       route.request().method() === 'POST'
         ? route.fulfill({
-            status: 202,
+            status: 503,
             contentType: 'application/json',
             body: JSON.stringify({
-              state: 'delivered',
-              error: 'no worker processed the decision in time; check again with get()',
+              error: `No worker checked the decision on ${started.callId} within 60 s: is a worker polling its task queue?`,
             }),
           })
         : route.continue(),
@@ -265,8 +264,8 @@ describe('approvals inbox in headless chromium', () => {
     await card.locator('button.approve').click();
     await expect
       .poll(() => page.textContent('#notice'))
-      .toMatch(/^Sent, not yet confirmed for .*no worker processed/);
-    expect(await page.getAttribute('#notice', 'class')).toBe('warn');
+      .toMatch(/^Not decided: No worker checked the decision/);
+    expect(await page.getAttribute('#notice', 'class')).toBe('error');
     await expect.poll(() => card.locator('button.approve').isDisabled()).toBe(false);
     expect(await card.getAttribute('data-decided')).toBeNull();
 

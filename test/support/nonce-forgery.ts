@@ -5,13 +5,12 @@
 import { type ApprovalSigner, decisionClaims } from '../../src/client/approval-signer.ts';
 import type { ToolgateClient } from '../../src/client/toolgate-client.ts';
 
-export async function sendForgedThenSigned(
-  client: ToolgateClient,
+/** alice's approval of this run of a call, on these arguments, unsigned. */
+export function aliceApproves(
   started: { readonly callId: string; readonly runId?: string | undefined },
   fingerprint: string,
-  signer: ApprovalSigner,
 ) {
-  const claims = decisionClaims({
+  return decisionClaims({
     callId: started.callId,
     runId: started.runId ?? '',
     decision: 'approve',
@@ -20,6 +19,15 @@ export async function sendForgedThenSigned(
     roles: [],
     fingerprint,
   });
+}
+
+export async function sendForgedThenSigned(
+  client: ToolgateClient,
+  started: { readonly callId: string; readonly runId?: string | undefined },
+  fingerprint: string,
+  signer: ApprovalSigner,
+) {
+  const claims = aliceApproves(started, fingerprint);
   await client.sendDecision(started.callId, { claims, signature: 'AAAA' });
   await client.sendDecision(started.callId, signer.sign(claims));
   return claims;

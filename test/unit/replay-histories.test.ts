@@ -90,6 +90,11 @@ const requiredPaths: Record<string, readonly string[]> = {
     // continue-as-new, and a run that carries the state on.
     'admission-entity',
     'admission-entity-continued',
+    // Decisions by Workflow Update (the `toolgateDecision` handler, session of 2026-12-06): a forged
+    // one refused then a valid one accepted, a rejection, and the raw signal path beside them.
+    'approved-by-update',
+    'rejected-by-update',
+    'approved-by-signal',
   ],
 };
 /** The example catalog has no fast-path tool: these histories replay with test/support/workflows/fast-path.ts. */
@@ -186,6 +191,21 @@ describe('recorded histories replay against the current workflow code', () => {
         ended: 1,
       });
     }
+  });
+
+  it('the decision fixtures took the path they are named for: Updates answered, or a signal', async () => {
+    const count = (events: RecordedEvent[], type: string) =>
+      events.filter((event) => event[type] !== undefined).length;
+    const approved = await recordedEvents('approved-by-update');
+    // The forged decision and the valid one: each accepted as an Update and completed with its answer.
+    expect(count(approved, 'workflowExecutionUpdateAcceptedEventAttributes')).toBe(2);
+    expect(count(approved, 'workflowExecutionUpdateCompletedEventAttributes')).toBe(2);
+    expect(count(approved, 'workflowExecutionSignaledEventAttributes')).toBe(0);
+    const rejected = await recordedEvents('rejected-by-update');
+    expect(count(rejected, 'workflowExecutionUpdateCompletedEventAttributes')).toBe(1);
+    const signalled = await recordedEvents('approved-by-signal');
+    expect(count(signalled, 'workflowExecutionSignaledEventAttributes')).toBe(1);
+    expect(count(signalled, 'workflowExecutionUpdateAcceptedEventAttributes')).toBe(0);
   });
 
   it('keyless calls of key-requiring tiers: the key rule first before its patch, the allowlist first since', async () => {

@@ -152,10 +152,9 @@ async function isRunOf(client: ToolgateClient, id: string, runId: string): Promi
     );
 }
 
-/** A decision that was delivered but not yet processed means no worker answered in time. */
+/** The worker's answer: counted, or refused (no worker at all throws, and exits `unavailable`). */
 function decisionExitCode(outcome: DecisionOutcome): ExitCode {
-  if (outcome.accepted) return ExitCode.ok;
-  return outcome.state === 'delivered' ? ExitCode.unavailable : ExitCode.refused;
+  return outcome.accepted ? ExitCode.ok : ExitCode.refused;
 }
 
 function reportDecision(

@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agent, createHarness, type Harness } from '../support/harness.ts';
+import { quantile } from '../support/mass-cancel.ts';
+import { waitFor } from '../support/wait.ts';
+
+/**
+ * Decisions sent as a Workflow Update (docs/design.md "Approval"): approve() and reject() answer
+ * with the worker's verdict, never "sent, not yet known".
+ */
+let harness: Harness;
+
+beforeAll(async () => {
+  harness = await createHarness({
+    policy: { allow: ['transfer_funds'], approvals: { transfer_funds: { expiresAfterMs: 120_000 } } },
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await harness?.close();
+});
+
+const transfer = (reference: string) => ({
+  tool: 'transfer_funds',
+  input: { reference, from: 'ACC-1', to: 'ACC-2', amountCents: 100, currency: 'EUR' as const, memo: null },
+  key: `update-${reference}`,
+});
+
+const awaitingApproval = (callId: string) =>
+  waitFor(
+    async () => ((await harness.client.get(callId))?.status === 'awaiting_approval' ? true : undefined),
+    {
+      what: `${callId} to wait for approval`,
+    },
+  );
+
+const eventMs = (event: { eventTime?: { seconds?: unknown; nanos?: unknown } | null }) =>
+  Number(event.eventTime?.seconds ?? 0) * 1000 + Number(event.eventTime?.nanos ?? 0) / 1e6;
+
+describe('decisions by Workflow Update', () => {
+  it('answers 50 parallel approvals, each accepted, and each transfer runs once', async () => {
+    const calls = await Promise.all(
+      Array.from({ length: 50 }, (_, index) => harness.client.start(transfer(`P${index}`), agent)),
+    );
+    await Promise.all(calls.map((call) => awaitingApproval(call.callId)));
+    const sentAt = new Map<string, number>();
+    const outcomes = await Promise.all(
+      calls.map((call) => {
+        sentAt.set(call.callId, Date.now());
+        return harness.client.approve(call.callId, { approver: 'alice' });
+      }),
+    );
+    expect(outcomes.map((outcome) => outcome.state)).toEqual(calls.map(() => 'accepted'));
+    const records = await Promise.all(calls.map((call) => harness.client.result(call.callId)));
+    expect(records.map((record) => record.status)).toEqual(calls.map(() => 'succeeded'));
+    const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
+    for (let index = 0; index < 50; index++) {
+      expect(ledger.filter((line) => line['reference'] === `P${index}`)).toHaveLength(1);
+    }
+    // From approve() to the tool's start, as the server recorded it.
+    const toStart = await Promise.all(
+      calls.map(async (call) => {
+        const events = (await harness.temporal.workflow.getHandle(call.callId).fetchHistory()).events ?? [];
+        const started = events.find((event) => event.activityTaskStartedEventAttributes);
+        return eventMs(started!) - sentAt.get(call.callId)!;
+      }),
+    );
+    console.info(
+      `50 parallel approvals: all accepted; approve() → tool start p50 ${quantile(toStart, 0.5).toFixed(0)} ms, p99 ${quantile(toStart, 0.99).toFixed(0)} ms`,
+    );
+  });
+
+  it('refuses a malformed decision in the validator, writing nothing to the call', async () => {
+    const call = await harness.client.start(transfer('MALFORMED'), agent);
+    await awaitingApproval(call.callId);
+    const eventsBefore = (await harness.temporal.workflow.getHandle(call.callId).fetchHistory()).events
+      ?.length;
+    for (const payload of ['approve', null, { claims: 'x' }, [1, 2]]) {
+      const outcome = await harness.client.sendDecision(call.callId, payload);
+      expect(outcome).toMatchObject({ accepted: false, state: 'refused' });
+      expect(outcome.reason).toMatch(/a decision is an object with claims and a signature/);
+    }
+    const history = (await harness.temporal.workflow.getHandle(call.callId).fetchHistory()).events ?? [];
+    expect(history.length).toBe(eventsBefore);
+    expect((await harness.client.get(call.callId))?.refusedDecisions).toEqual([]);
+    // A well-shaped forgery passes the validator, and is refused and recorded by the verification.
+    const forged = await harness.client.sendDecision(call.callId, {
+      claims: { approver: 'alice', decision: 'approve' },
+      signature: 'AAAA',
+    });
+    expect(forged).toMatchObject({
+      accepted: false,
+      state: 'refused',
+      reason: 'the decision is not a signed decision',
+    });
+    expect((await harness.client.get(call.callId))?.refusedDecisions).toHaveLength(1);
+    expect(await harness.client.approve(call.callId, { approver: 'alice' })).toMatchObject({
+      state: 'accepted',
+    });
+  });
+
+  it('answers "closed" for a decision the call never read, because it was cancelled first', async () => {
+    const call = await harness.client.start(transfer('CLOSED'), agent);
+    await awaitingApproval(call.callId);
+    await harness.stopWorker();
+    let outcome: ReturnType<Harness['client']['approve']> | undefined;
+    try {
+      outcome = harness.client.approve(call.callId, { approver: 'alice' });
+      // The Update is held by the server until a worker takes it; the cancel goes into history.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await harness.client.cancel(call.callId);
+    } finally {
+      await harness.startWorker();
+    }
+    const answered = await outcome;
+    const record = await harness.client.result(call.callId);
+    expect(record).toMatchObject({ status: 'denied', reason: 'CANCELLED', effect: 'none' });
+    // Cancelled first, then the decision: the call closed before reading it.
+    expect(answered).toMatchObject({ accepted: false, state: 'closed' });
+    expect(answered?.reason).toMatch(/the call closed \(denied\) before this decision was checked/);
+  });
+});
