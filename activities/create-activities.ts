@@ -14,7 +14,12 @@ import {
   ToolFailureType,
   type ToolgateActivities,
 } from '../src/contracts/activity-types.ts';
-import { type ArgumentCheck, checkArguments, previewOf } from '../src/contracts/check-arguments.ts';
+import {
+  type ArgumentCheck,
+  approvalRequiredOf,
+  checkArguments,
+  previewOf,
+} from '../src/contracts/check-arguments.ts';
 import type { ToolCatalog, ToolContract } from '../src/contracts/define-tool.ts';
 import {
   heartbeatIntervalMs as defaultHeartbeatIntervalMs,
@@ -202,7 +207,13 @@ async function admitCall(
     return { allowed: false, reason: 'INVALID_INPUT', message: checked.verdict.message };
   }
   const preview = previewOf(checked.contract, checked.verdict.data);
-  return { ...decision, validated: true, ...(preview !== undefined ? { preview } : {}) };
+  const approvalRequired = approvalRequiredOf(checked.contract, checked.verdict.data);
+  return {
+    ...decision,
+    validated: true,
+    ...(preview !== undefined ? { preview } : {}),
+    ...(approvalRequired !== undefined ? { approvalRequired } : {}),
+  };
 }
 
 /**

@@ -159,9 +159,19 @@ export function openCall(request: ToolCallRequest): CallState {
  * before it is read (expired, cancelled, denied at an earlier gate): then that is the answer.
  */
 async function answerDecision(call: CallState, payload: unknown): Promise<DecisionAnswer> {
+  const tier = call.contract?.tier;
+  if (tier !== undefined && tier !== 'approval') {
+    return {
+      accepted: false,
+      reason: `the call's tool is ${tier}-tier, which never waits for a human decision`,
+    };
+  }
   call.decisionAnswers.set(payload, undefined);
   const dropped = receiveDecision(call, payload);
-  if (dropped) return { accepted: false, dropped: true, reason: dropped };
+  if (dropped) {
+    call.decisionAnswers.delete(payload);
+    return { accepted: false, dropped: true, reason: dropped };
+  }
   // Not cancellable: a cancel closes the call, and that closing is then the answer.
   await CancellationScope.nonCancellable(() =>
     condition(() => call.decisionAnswers.get(payload) !== undefined || isTerminalStatus(call.record.status)),

@@ -305,6 +305,11 @@ async function awaitApproval(call: CallState, settings: GateSettings): Promise<v
   const tool = call.contract!;
   if (tool.tier !== 'approval' || !tool.approval) return;
   const { record, admission } = call;
+  // The contract's condition, decided with the recorded validation: these arguments need no human.
+  if (call.checkedByExecutor && admission?.approvalRequired === false) {
+    record.approvalNotNeeded = true;
+    return;
+  }
   const approvers = admission?.approvers ?? tool.approval.approvers;
   // The preview of arguments checked with the admission was recorded with it.
   const preview = call.checkedByExecutor ? admission?.preview : previewOf(tool, call.input);

@@ -49,6 +49,11 @@ export interface AdmitDecision {
   readonly validated?: boolean;
   /** The approver's preview of the validated arguments, for an approval-tier tool that has one. */
   readonly preview?: string;
+  /**
+   * The contract's `approval.when` on the validated arguments: false when they need no human.
+   * Absent without a condition (and in histories recorded before it existed): a human is needed.
+   */
+  readonly approvalRequired?: boolean;
 }
 
 export interface RunToolRequest {

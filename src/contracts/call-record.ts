@@ -130,6 +130,11 @@ export interface CallRecord {
    */
   droppedUnreadNonces?: string[];
   approval?: ApprovalState;
+  /**
+   * Set when the contract's `approval.when` said these arguments need no human: the call ran without
+   * waiting (its tier's other rules still applied).
+   */
+  approvalNotNeeded?: true;
   replay?: ReplayInfo;
   undo?: UndoInfo;
   /** Set when the record was produced by the client without a workflow run, e.g. KEY_MISMATCH. */

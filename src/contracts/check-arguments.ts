@@ -61,6 +61,20 @@ export function describeIssues(issues: readonly Issue[]): string {
 }
 
 /** The approver's preview of validated input; a preview function that throws gets a placeholder. */
+/**
+ * What the contract's `approval.when` says of these validated arguments: false when they need no
+ * human, true when they do (also when the function throws), undefined without a condition.
+ */
+export function approvalRequiredOf(contract: ToolContract, input: unknown): boolean | undefined {
+  const when = contract.approval?.when;
+  if (!when) return undefined;
+  try {
+    return when(input as never) !== false;
+  } catch {
+    return true;
+  }
+}
+
 export function previewOf(contract: ToolContract, input: unknown): string | undefined {
   const preview = contract.approval?.preview;
   if (!preview) return undefined;

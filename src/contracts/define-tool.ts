@@ -19,6 +19,14 @@ export interface ToolApprovalSettings<Input> {
   readonly expiresAfterMs: number;
   /** A human-readable preview of the effect, shown to the approver. Pure code. */
   readonly preview?: (input: Input) => string;
+  /**
+   * Whether these validated arguments need a human at all (default: every call does), e.g.
+   * `(input) => input.amountCents > 100_000`. Pure code. The worker decides it where it validates the
+   * arguments, and the answer is recorded in the call's history, so a replay takes the same branch
+   * (calls of gate protocol 3; older calls always wait). A function that throws means a human is
+   * needed. A call that needs none still keeps the tier's other rules: it runs once, with its key.
+   */
+  readonly when?: (input: Input) => boolean;
 }
 
 export interface ToolContract<Schema extends z.ZodType = z.ZodType> {
@@ -103,6 +111,9 @@ function settingsProblem<Schema extends z.ZodType>(options: DefineToolOptions<Sc
   if (!Object.hasOwn(SideEffectTier, tier)) return `unknown tier ${tier}.`;
   if (tier === SideEffectTier.approval && !options.approval) {
     return 'the approval tier needs approval settings (approvers, expiresAfterMs).';
+  }
+  if (options.approval?.when !== undefined && typeof options.approval.when !== 'function') {
+    return 'approval.when must be a function of the validated arguments that returns true when a human must decide.';
   }
   if (options.approval && options.approval.approvers.length === 0) {
     return 'approval settings need at least one approver.';

@@ -11,7 +11,10 @@ let harness: Harness;
 
 beforeAll(async () => {
   harness = await createHarness({
-    policy: { allow: ['transfer_funds'], approvals: { transfer_funds: { expiresAfterMs: 120_000 } } },
+    policy: {
+      allow: ['transfer_funds', 'slow_search'],
+      approvals: { transfer_funds: { expiresAfterMs: 120_000 } },
+    },
   });
 }, 60_000);
 
@@ -117,5 +120,24 @@ describe('decisions by Workflow Update', () => {
     // Cancelled first, then the decision: the call closed before reading it.
     expect(answered).toMatchObject({ accepted: false, state: 'closed' });
     expect(answered?.reason).toMatch(/the call closed \(denied\) before this decision was checked/);
+  });
+
+  it('refuses at once a decision for a call whose tier never waits for one', async () => {
+    const call = await harness.client.start(
+      { tool: 'slow_search', input: { query: 'q', delayMs: 5_000 } },
+      agent,
+    );
+    await waitFor(async () =>
+      (await harness.client.get(call.callId))?.status === 'running' ? true : undefined,
+    );
+    const started = Date.now();
+    const outcome = await harness.client.sendDecision(call.callId, {
+      claims: { approver: 'alice' },
+      signature: 'x',
+    });
+    expect(outcome).toMatchObject({ accepted: false, state: 'refused' });
+    expect(outcome.reason).toBe("the call's tool is readonly-tier, which never waits for a human decision");
+    expect(Date.now() - started).toBeLessThan(3_000);
+    await harness.client.cancelAndWait(call.callId);
   });
 });

@@ -95,6 +95,8 @@ const requiredPaths: Record<string, readonly string[]> = {
     'approved-by-update',
     'rejected-by-update',
     'approved-by-signal',
+    // A transfer the contract's `approval.when` let run without a human (same session).
+    'approval-not-needed',
   ],
 };
 /** The example catalog has no fast-path tool: these histories replay with test/support/workflows/fast-path.ts. */
@@ -203,6 +205,10 @@ describe('recorded histories replay against the current workflow code', () => {
     expect(count(approved, 'workflowExecutionSignaledEventAttributes')).toBe(0);
     const rejected = await recordedEvents('rejected-by-update');
     expect(count(rejected, 'workflowExecutionUpdateCompletedEventAttributes')).toBe(1);
+    // No human needed: no expiry timer, straight to the tool.
+    const notNeeded = await recordedEvents('approval-not-needed');
+    expect(count(notNeeded, 'timerStartedEventAttributes')).toBe(0);
+    expect(count(notNeeded, 'activityTaskScheduledEventAttributes')).toBe(1);
     const signalled = await recordedEvents('approved-by-signal');
     expect(count(signalled, 'workflowExecutionSignaledEventAttributes')).toBe(1);
     expect(count(signalled, 'workflowExecutionUpdateAcceptedEventAttributes')).toBe(0);
