@@ -1,4 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { NativeConnection } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { exampleCatalog } from '../../examples/contracts.ts';
+import { createExampleActivities } from '../../examples/tools.ts';
+import { startCatalogWorker } from '../support/catalog-worker.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { quantile } from '../support/mass-cancel.ts';
 import { waitFor } from '../support/wait.ts';
@@ -8,8 +13,10 @@ import { waitFor } from '../support/wait.ts';
  * with the worker's verdict, never "sent, not yet known".
  */
 let harness: Harness;
+let connection: NativeConnection;
 
 beforeAll(async () => {
+  connection = await NativeConnection.connect({ address: inject('temporalAddress') });
   harness = await createHarness({
     policy: {
       allow: ['transfer_funds', 'slow_search'],
@@ -20,6 +27,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.close();
+  await connection?.close();
 });
 
 const transfer = (reference: string) => ({
@@ -139,5 +147,46 @@ describe('decisions by Workflow Update', () => {
     expect(outcome.reason).toBe("the call's tool is readonly-tier, which never waits for a human decision");
     expect(Date.now() - started).toBeLessThan(3_000);
     await harness.client.cancelAndWait(call.callId);
+  });
+
+  it('falls back to the signal when the worker predates the Update (mid-deploy), and still answers', async () => {
+    await harness.stopWorker();
+    const old = await startCatalogWorker(harness, connection, {
+      workflows: fileURLToPath(new URL('../support/workflows/without-decision-update.ts', import.meta.url)),
+      catalog: exampleCatalog,
+      activities: (approvalPublicKeys) =>
+        createExampleActivities(harness.tools, {
+          approvalPublicKeys: [...approvalPublicKeys],
+          policy: { allow: ['transfer_funds'] },
+        }),
+    });
+    try {
+      const call = await harness.client.start(transfer('OLD-WORKER'), agent);
+      await awaitingApproval(call.callId);
+      const forged = await harness.client.sendDecision(call.callId, {
+        claims: { approver: 'alice' },
+        signature: 'x',
+      });
+      expect(forged).toMatchObject({
+        accepted: false,
+        state: 'refused',
+        reason: 'the decision is not a signed decision',
+      });
+      expect(await harness.client.approve(call.callId, { approver: 'alice' })).toMatchObject({
+        accepted: true,
+        state: 'accepted',
+      });
+      expect(await harness.client.result(call.callId)).toMatchObject({
+        status: 'succeeded',
+        effect: 'applied',
+      });
+      const events = (await harness.temporal.workflow.getHandle(call.callId).fetchHistory()).events ?? [];
+      // Both went as signals: the rejected Updates left nothing in history.
+      expect(events.filter((event) => event.workflowExecutionSignaledEventAttributes)).toHaveLength(2);
+      expect(events.filter((event) => event.workflowExecutionUpdateAcceptedEventAttributes)).toHaveLength(0);
+    } finally {
+      await old.stop();
+      await harness.startWorker();
+    }
   });
 });
