@@ -213,6 +213,9 @@ async function admitCall(
     validated: true,
     ...(preview !== undefined ? { preview } : {}),
     ...(approvalRequired !== undefined ? { approvalRequired } : {}),
+    ...((checked.contract.approval?.quorum ?? 1) > 1
+      ? { approvalQuorum: checked.contract.approval!.quorum }
+      : {}),
   };
 }
 

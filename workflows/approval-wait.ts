@@ -5,6 +5,7 @@
 import { CancellationScope, condition, isCancellation, log, sleep } from '@temporalio/workflow';
 import type { DecisionClaims } from '../src/contracts/approval.ts';
 import { reasonCodes } from '../src/contracts/reason-codes.ts';
+import { sameIdentity } from '../src/policy/identity.ts';
 import {
   answer,
   type CallState,
@@ -142,6 +143,10 @@ async function checkNextDecision(
   const deadline = signedBy();
   const late = verdict.accepted && deadline !== undefined && Date.parse(verdict.claims.issuedAt) > deadline;
   if (verdict.accepted && !late && !seenNonces.has(verdict.claims.nonce)) {
+    const quorum = record.approval!.quorum ?? 1;
+    if (quorum > 1 && verdict.claims.decision === 'approve') {
+      return countTowardQuorum(call, payload, verdict.claims, quorum, seenNonces);
+    }
     seenNonces.add(verdict.claims.nonce);
     record.approval!.decisionNonce = verdict.claims.nonce;
     answer(call, payload, { accepted: true });
@@ -165,4 +170,36 @@ async function checkNextDecision(
   answer(call, payload, { accepted: false, reason: refusal.reason });
   log.warn('approval decision refused', { callId: record.callId, ...refusal });
   return undefined;
+}
+
+/**
+ * An approval toward a quorum of `quorum` distinct approvers: counted once per person (names
+ * compared as identities), the claims returned once the last one needed has counted. A second
+ * approval by someone already counted is refused and recorded.
+ */
+function countTowardQuorum(
+  call: CallState,
+  payload: unknown,
+  claims: DecisionClaims,
+  quorum: number,
+  seenNonces: Set<string>,
+): DecisionClaims | undefined {
+  const approval = call.record.approval!;
+  approval.approvals ??= [];
+  const counted = approval.approvals;
+  if (counted.some((entry) => sameIdentity(entry.approver, claims.approver))) {
+    const reason = `${claims.approver}'s approval already counts toward the quorum; another approver must decide`;
+    recordRefusal(call, { at: now(), ...describeClaim(payload), reason });
+    answer(call, payload, { accepted: false, reason });
+    return undefined;
+  }
+  seenNonces.add(claims.nonce);
+  counted.push({ approver: claims.approver, at: now(), nonce: claims.nonce });
+  if (counted.length < quorum) {
+    answer(call, payload, { accepted: true, reason: `counted: ${counted.length} of ${quorum} approvals` });
+    return undefined;
+  }
+  approval.decisionNonce = claims.nonce;
+  answer(call, payload, { accepted: true, reason: `counted: ${quorum} of ${quorum} approvals` });
+  return claims;
 }

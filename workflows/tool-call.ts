@@ -314,10 +314,13 @@ async function awaitApproval(call: CallState, settings: GateSettings): Promise<v
   // The preview of arguments checked with the admission was recorded with it.
   const preview = call.checkedByExecutor ? admission?.preview : previewOf(tool, call.input);
   const expiresAtMs = Date.now() + (admission?.approvalExpiresAfterMs ?? tool.approval.expiresAfterMs);
+  // A quorum is honoured only as the admission recorded it, so a replay waits for what the call did.
+  const quorum = call.checkedByExecutor ? (admission?.approvalQuorum ?? 1) : 1;
   record.approval = {
     approvers: [...approvers],
     expiresAt: new Date(expiresAtMs).toISOString(),
     ...(preview !== undefined ? { preview } : {}),
+    ...(quorum > 1 ? { quorum, approvals: [] } : {}),
   };
   transition(call, 'awaiting_approval');
   const waitStartedMs = Date.now();

@@ -707,7 +707,8 @@ export class ToolgateClient {
       }
       throw error;
     }
-    if (answer.accepted) return { accepted: true, state: 'accepted' };
+    if (answer.accepted)
+      return { accepted: true, state: 'accepted', ...(answer.reason ? { reason: answer.reason } : {}) };
     return {
       accepted: false,
       state: answer.dropped ? 'dropped' : answer.closed ? 'closed' : 'refused',

@@ -54,6 +54,8 @@ export interface AdmitDecision {
    * Absent without a condition (and in histories recorded before it existed): a human is needed.
    */
   readonly approvalRequired?: boolean;
+  /** How many distinct approvers must approve, when the contract asks for more than one. */
+  readonly approvalQuorum?: number;
 }
 
 export interface RunToolRequest {

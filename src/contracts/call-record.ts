@@ -67,6 +67,10 @@ export interface ApprovalState {
   decidedAt?: string;
   /** The nonce of the accepted signed decision. */
   decisionNonce?: string;
+  /** How many distinct approvers had to approve, when more than one. */
+  readonly quorum?: number;
+  /** With a quorum: each approval that counted, in order (the last one completed the quorum). */
+  approvals?: Array<{ readonly approver: string; readonly at: string; readonly nonce: string }>;
 }
 
 /** Audit of an operator's replay: the new run says which run it replaces and why. */

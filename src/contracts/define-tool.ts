@@ -27,6 +27,12 @@ export interface ToolApprovalSettings<Input> {
    * needed. A call that needs none still keeps the tier's other rules: it runs once, with its key.
    */
   readonly when?: (input: Input) => boolean;
+  /**
+   * How many distinct approvers must approve (default 1): M of those `approvers` names. Each
+   * person counts once, whatever the spelling of their name; one rejection ends the call. Recorded
+   * with the admission (gate protocol 3), so a replay waits for the number the call waited for.
+   */
+  readonly quorum?: number;
 }
 
 export interface ToolContract<Schema extends z.ZodType = z.ZodType> {
@@ -114,6 +120,10 @@ function settingsProblem<Schema extends z.ZodType>(options: DefineToolOptions<Sc
   }
   if (options.approval?.when !== undefined && typeof options.approval.when !== 'function') {
     return 'approval.when must be a function of the validated arguments that returns true when a human must decide.';
+  }
+  const quorum = options.approval?.quorum;
+  if (quorum !== undefined && (!Number.isInteger(quorum) || quorum < 1 || quorum > 20)) {
+    return 'approval.quorum must be a whole number of approvers from 1 to 20.';
   }
   if (options.approval && options.approval.approvers.length === 0) {
     return 'approval settings need at least one approver.';

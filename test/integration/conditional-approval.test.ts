@@ -1,13 +1,11 @@
-import { fileURLToPath } from 'node:url';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { exampleAllowlist } from '../../examples/contracts.ts';
-import { createExampleActivities } from '../../examples/tools.ts';
 import { approvalRequiredOf } from '../../src/contracts/check-arguments.ts';
 import { defineTool } from '../../src/contracts/define-tool.ts';
-import { type CatalogWorker, startCatalogWorker } from '../support/catalog-worker.ts';
+import type { CatalogWorker } from '../support/catalog-worker.ts';
 import { conditionalCatalog, conditionalTransfer } from '../support/conditional-catalog.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
+import { startTransferVariantWorker } from '../support/transfer-variant-worker.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
@@ -22,25 +20,10 @@ describe('conditional approval', () => {
   beforeAll(async () => {
     harness = await createHarness({ startWorker: false });
     connection = await NativeConnection.connect({ address: inject('temporalAddress') });
-    conditional = await startCatalogWorker(harness, connection, {
-      workflows: fileURLToPath(new URL('../support/workflows/conditional-approval.ts', import.meta.url)),
+    conditional = await startTransferVariantWorker(harness, connection, {
       catalog: conditionalCatalog,
-      activities: (approvalPublicKeys) =>
-        createExampleActivities(
-          {
-            tools: harness.tools.tools.map((tool) =>
-              tool.contract.name === conditionalTransfer.name
-                ? { ...tool, contract: conditionalTransfer }
-                : tool,
-            ),
-            compensations: harness.tools.compensations,
-          },
-          {
-            catalog: conditionalCatalog,
-            approvalPublicKeys: [...approvalPublicKeys],
-            policy: { allow: exampleAllowlist },
-          },
-        ),
+      contract: conditionalTransfer,
+      workflows: 'conditional-approval',
     });
   }, 120_000);
   afterAll(async () => {

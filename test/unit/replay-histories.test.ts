@@ -97,6 +97,8 @@ const requiredPaths: Record<string, readonly string[]> = {
     'approved-by-signal',
     // A transfer the contract's `approval.when` let run without a human (same session).
     'approval-not-needed',
+    // Two distinct approvers (`approval.quorum`), one of them twice under another spelling (same session).
+    'approved-by-quorum',
   ],
 };
 /** The example catalog has no fast-path tool: these histories replay with test/support/workflows/fast-path.ts. */
@@ -209,6 +211,10 @@ describe('recorded histories replay against the current workflow code', () => {
     const notNeeded = await recordedEvents('approval-not-needed');
     expect(count(notNeeded, 'timerStartedEventAttributes')).toBe(0);
     expect(count(notNeeded, 'activityTaskScheduledEventAttributes')).toBe(1);
+    // The quorum: three Updates (alice, Alice refused, bob), one tool run.
+    const quorum = await recordedEvents('approved-by-quorum');
+    expect(count(quorum, 'workflowExecutionUpdateCompletedEventAttributes')).toBe(3);
+    expect(count(quorum, 'activityTaskScheduledEventAttributes')).toBe(1);
     const signalled = await recordedEvents('approved-by-signal');
     expect(count(signalled, 'workflowExecutionSignaledEventAttributes')).toBe(1);
     expect(count(signalled, 'workflowExecutionUpdateAcceptedEventAttributes')).toBe(0);
