@@ -5,7 +5,7 @@
 import { CancellationScope, condition, isCancellation, log, sleep } from '@temporalio/workflow';
 import type { DecisionClaims } from '../src/contracts/approval.ts';
 import { reasonCodes } from '../src/contracts/reason-codes.ts';
-import { sameIdentity } from '../src/policy/identity.ts';
+import { countApproval } from '../src/policy/quorum.ts';
 import {
   answer,
   type CallState,
@@ -186,20 +186,19 @@ function countTowardQuorum(
 ): DecisionClaims | undefined {
   const approval = call.record.approval!;
   approval.approvals ??= [];
-  const counted = approval.approvals;
-  if (counted.some((entry) => sameIdentity(entry.approver, claims.approver))) {
-    const reason = `${claims.approver}'s approval already counts toward the quorum; another approver must decide`;
-    recordRefusal(call, { at: now(), ...describeClaim(payload), reason });
-    answer(call, payload, { accepted: false, reason });
+  const step = countApproval(
+    approval.approvals,
+    { approver: claims.approver, at: now(), nonce: claims.nonce },
+    quorum,
+  );
+  if (step.kind === 'repeat') {
+    recordRefusal(call, { at: now(), ...describeClaim(payload), reason: step.reason });
+    answer(call, payload, { accepted: false, reason: step.reason });
     return undefined;
   }
   seenNonces.add(claims.nonce);
-  counted.push({ approver: claims.approver, at: now(), nonce: claims.nonce });
-  if (counted.length < quorum) {
-    answer(call, payload, { accepted: true, reason: `counted: ${counted.length} of ${quorum} approvals` });
-    return undefined;
-  }
+  answer(call, payload, { accepted: true, reason: `counted: ${step.counted} of ${quorum} approvals` });
+  if (step.kind === 'counted') return undefined;
   approval.decisionNonce = claims.nonce;
-  answer(call, payload, { accepted: true, reason: `counted: ${quorum} of ${quorum} approvals` });
   return claims;
 }
