@@ -2,6 +2,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { defineTool } from '../../src/contracts/define-tool.ts';
 import type { CatalogWorker } from '../support/catalog-worker.ts';
+import { createCliRunner } from '../support/cli-runner.ts';
 import { agent, createHarness, type Harness } from '../support/harness.ts';
 import { quorumCatalog, quorumTransfer } from '../support/quorum-catalog.ts';
 import { startTransferVariantWorker } from '../support/transfer-variant-worker.ts';
@@ -108,5 +109,24 @@ describe('approval by a quorum of two', () => {
         defineTool({ ...quorumTransfer, approval: { ...quorumTransfer.approval!, quorum: bad } }),
       ).toThrow(/approval\.quorum must be a whole number of approvers from 1 to 20/);
     }
+  });
+
+  it('toolgate approve says how far the quorum has come', async () => {
+    const started = await start('Q3');
+    const run = createCliRunner({
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TOOLGATE_TASK_QUEUE: harness.taskQueue,
+      TOOLGATE_DATA_DIR: harness.dataDir,
+    });
+    const first = await run('approve', started.callId, '--as', 'alice');
+    expect(first.code).toBe(0);
+    expect(first.json).toMatchObject({
+      accepted: true,
+      state: 'accepted',
+      reason: 'counted: 1 of 2 approvals',
+    });
+    const second = await run('approve', started.callId, '--as', 'bob', '--role', 'finance');
+    expect(second.json).toMatchObject({ accepted: true, reason: 'counted: 2 of 2 approvals' });
+    expect((await harness.client.result(started.callId)).status).toBe('succeeded');
   });
 });

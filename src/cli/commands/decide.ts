@@ -175,7 +175,7 @@ function reportDecision(
   }
   printLines([
     outcome.accepted
-      ? `${decision === 'approve' ? 'Approved' : 'Rejected'} ${safeText(id, 400)} as ${safeText(flags.as, 130)}.`
+      ? `${decision === 'approve' ? 'Approved' : 'Rejected'} ${safeText(id, 400)} as ${safeText(flags.as, 130)}${outcome.reason ? ` (${safeText(outcome.reason, 200)})` : ''}.`
       : `The decision did not count: ${safeText(outcome.reason ?? outcome.state, 400)}.`,
     ...(record ? ['', ...describeRecord(record)] : []),
   ]);
