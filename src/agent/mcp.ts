@@ -45,7 +45,8 @@ export interface McpLogEvent {
 export interface McpServerOptions extends Omit<RunToolCallsOptions, 'client' | 'catalog'> {
   /**
    * The toolgate client. With a `cancel` method (ToolgateClient has one), `notifications/cancelled`
-   * for a `tools/call` cancels the toolgate call that request started.
+   * for a `tools/call` cancels the toolgate call that request started, unless it is an
+   * approval-tier call that has not run: that one belongs to its approvers, and keeps waiting.
    */
   readonly client: ToolgateCaller & Partial<Pick<ToolgateClient, 'cancel'>>;
   /** The tools to serve: `tools/list` lists them, with JSON Schema built from their contracts. */
@@ -676,15 +677,25 @@ function cancellableCaller(
       if (cancel && started.disposition === 'started' && started.callId !== '') {
         const cancelCall = (): void => {
           if (!request.cancelledByClient) return;
-          cancel(started.callId).then(
-            () =>
-              log({
-                level: 'info',
-                message: `Cancel of ${started.callId} sent; its record says how it ended.`,
-              }),
-            (error: unknown) =>
+          leftForItsApprover(client, started.callId)
+            .then((waiting) => {
+              if (waiting) {
+                log({
+                  level: 'info',
+                  message: `${started.callId} waits for a human decision: a client that stops waiting is not a "no", so it stays waiting. Cancel it yourself (toolgate cancel) if nobody should decide it.`,
+                });
+                return;
+              }
+              return cancel(started.callId).then(() =>
+                log({
+                  level: 'info',
+                  message: `Cancel of ${started.callId} sent; its record says how it ended.`,
+                }),
+              );
+            })
+            .catch((error: unknown) =>
               log({ level: 'error', message: `Could not cancel ${started.callId}.`, error }),
-          );
+            );
         };
         if (signal.aborted) cancelCall();
         else signal.addEventListener('abort', cancelCall, { once: true });
@@ -701,6 +712,17 @@ function cancellableCaller(
         }
       : {}),
   };
+}
+
+/**
+ * Whether the call belongs to the humans now: an approval-tier call that has not run yet (its gates,
+ * or its wait for a decision). A client's cancel of such a call leaves it waiting.
+ */
+async function leftForItsApprover(client: McpServerOptions['client'], callId: string): Promise<boolean> {
+  const record = await client.get(callId);
+  return (
+    record?.tier === 'approval' && (record.status === 'pending' || record.status === 'awaiting_approval')
+  );
 }
 
 /**

@@ -231,3 +231,60 @@ describe('toolgate mcp (the real binary, as an MCP stdio server)', () => {
     expect(Date.now() - startedAt).toBeLessThan(10_000);
   });
 });
+
+describe('toolgate mcp --wait-for-approval, when the client stops waiting', () => {
+  let harness: Harness;
+  let server: McpProcess;
+  const tenant = `mcp-wait-${randomUUID().slice(0, 8)}`;
+
+  beforeAll(async () => {
+    harness = await createHarness();
+    server = new McpProcess(['--tenant', tenant, '--principal', 'mcp-test-agent', '--wait-for-approval'], {
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TOOLGATE_TASK_QUEUE: harness.taskQueue,
+      TOOLGATE_DATA_DIR: harness.dataDir,
+    });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await harness?.close();
+  });
+
+  it('leaves a call that waits for a human waiting: a client cancel is not a rejection', async () => {
+    const requestId = 'transfer-1';
+    server.send({
+      id: requestId,
+      method: 'tools/call',
+      params: {
+        name: 'transfer_funds',
+        arguments: {
+          reference: 'MCP-WAIT-1',
+          from: 'ACC-1',
+          to: 'ACC-2',
+          amountCents: 100,
+          currency: 'EUR',
+          memo: null,
+        },
+      },
+    });
+    const callId = `toolgate/${tenant}/transfer_funds/k/transfer-MCP-WAIT-1`;
+    await waitFor(
+      async () => ((await harness.client.get(callId))?.status === 'awaiting_approval' ? true : undefined),
+      {
+        what: 'the transfer to wait for approval',
+        timeoutMs: 20_000,
+      },
+    );
+    // What an SDK client's own request timeout sends while the call waits for a human.
+    server.send({ method: 'notifications/cancelled', params: { requestId, reason: 'Request timed out' } });
+    await waitFor(() => (server.stderr.includes('stays waiting') ? true : undefined), {
+      what: 'the server to say the call stays waiting',
+    });
+    expect((await harness.client.get(callId))?.status).toBe('awaiting_approval');
+    // A human decides, later: the transfer runs once.
+    expect(await harness.client.approve(callId, { approver: 'alice' })).toMatchObject({ state: 'accepted' });
+    expect(await harness.client.result(callId)).toMatchObject({ status: 'succeeded', effect: 'applied' });
+    const ledger = await harness.readLines(harness.tools.paths.ledgerFile);
+    expect(ledger.filter((line) => line['reference'] === 'MCP-WAIT-1')).toHaveLength(1);
+  });
+});
