@@ -107,23 +107,37 @@ class McpProcess {
   }
 }
 
-describe('toolgate mcp (the real binary, as an MCP stdio server)', () => {
-  let harness: Harness;
-  let server: McpProcess;
-  const tenant = `mcp-${randomUUID().slice(0, 8)}`;
-
+/**
+ * A harness (worker on its own task queue, config region eu-west) and `toolgate mcp` for it, with
+ * these extra flags, for the tests of one describe block.
+ */
+function useMcpServer(
+  tenant: string,
+  flags: readonly string[],
+  started: (parts: { harness: Harness; server: McpProcess }) => void,
+): void {
+  let parts: { harness: Harness; server: McpProcess } | undefined;
   beforeAll(async () => {
-    harness = await createHarness({ config: { region: 'eu-west' } });
-    server = new McpProcess(['--tenant', tenant, '--principal', 'mcp-test-agent'], {
+    const harness = await createHarness({ config: { region: 'eu-west' } });
+    const server = new McpProcess(['--tenant', tenant, '--principal', 'mcp-test-agent', ...flags], {
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       TOOLGATE_TASK_QUEUE: harness.taskQueue,
       TOOLGATE_DATA_DIR: harness.dataDir,
     });
+    parts = { harness, server };
+    started(parts);
   });
   afterAll(async () => {
-    await server?.stop();
-    await harness?.close();
+    await parts?.server.stop();
+    await parts?.harness.close();
   });
+}
+
+describe('toolgate mcp (the real binary, as an MCP stdio server)', () => {
+  let harness: Harness;
+  let server: McpProcess;
+  const tenant = `mcp-${randomUUID().slice(0, 8)}`;
+  useMcpServer(tenant, [], (started) => ({ harness, server } = started));
 
   it('initialize → tools/list → tools/call: success, unknown tool, invalid arguments, pending approval', async () => {
     const initialized = await server.request(1, 'initialize', {
@@ -236,19 +250,7 @@ describe('toolgate mcp --wait-for-approval, when the client stops waiting', () =
   let harness: Harness;
   let server: McpProcess;
   const tenant = `mcp-wait-${randomUUID().slice(0, 8)}`;
-
-  beforeAll(async () => {
-    harness = await createHarness();
-    server = new McpProcess(['--tenant', tenant, '--principal', 'mcp-test-agent', '--wait-for-approval'], {
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TOOLGATE_TASK_QUEUE: harness.taskQueue,
-      TOOLGATE_DATA_DIR: harness.dataDir,
-    });
-  });
-  afterAll(async () => {
-    await server?.stop();
-    await harness?.close();
-  });
+  useMcpServer(tenant, ['--wait-for-approval'], (started) => ({ harness, server } = started));
 
   it('leaves a call that waits for a human waiting: a client cancel is not a rejection', async () => {
     const requestId = 'transfer-1';
