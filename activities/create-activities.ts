@@ -35,7 +35,7 @@ import {
   type ToolPolicy,
 } from './admission.ts';
 import { verifySignedDecision } from './decision-verifier.ts';
-import { type ExecutorSettings, execute, type OperatorLogger } from './executor.ts';
+import { callLogFields, type ExecutorSettings, execute, type OperatorLogger } from './executor.ts';
 import { failure, notAllowedMessage } from './failures.ts';
 import type { CompensationImplementation, ToolImplementation } from './tool-implementation.ts';
 
@@ -266,9 +266,7 @@ function checkAndRun(worker: Worker, request: RunToolRequest): Promise<RunToolRe
     ? `${verdict.message} The tool's schema changed after this call was admitted; ${attempt > 1 ? 'this attempt did not run the tool' : 'nothing ran'}.`
     : verdict.message;
   worker.logger().warn('tool denied at execution time', {
-    callId: request.callId,
-    tool: request.tool,
-    tenant: request.context.tenant,
+    ...callLogFields(request),
     reason: 'INVALID_INPUT',
     attempt,
   });

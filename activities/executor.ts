@@ -111,9 +111,7 @@ function prepareRun(settings: ExecutorSettings, request: RunToolRequest, attempt
   const compensator = compensation ? settings.compensations.get(request.tool) : undefined;
   if (!implementation && !compensator) {
     settings.logger().error('no implementation registered for tool', {
-      callId: request.callId,
-      tool: request.tool,
-      tenant: request.context.tenant,
+      ...callLogFields(request),
     });
     throw failure(
       ToolFailureType.missingImplementation,
@@ -184,9 +182,7 @@ function checkedOutput(
   const size = utf8Length(encoded);
   if (size > settings.limits.maxOutputBytes) {
     settings.logger().warn('tool result over the output limit', {
-      callId: request.callId,
-      tool: request.tool,
-      tenant: request.context.tenant,
+      ...callLogFields(request),
       attempt,
       bytes: size,
       limit: settings.limits.maxOutputBytes,
@@ -226,9 +222,7 @@ async function watch(
     if (outcome !== 'deadline') return outcome;
     abort(new Error('deadline'));
     settings.logger().warn('tool deadline passed', {
-      callId: request.callId,
-      tool: request.tool,
-      tenant: request.context.tenant,
+      ...callLogFields(request),
       timeoutMs: request.timeoutMs,
       attempt,
     });
@@ -263,9 +257,7 @@ function interrupted(
   settings
     .logger()
     .warn(when === 'before' ? 'tool interrupted before it started' : 'tool interrupted by the executor', {
-      callId: request.callId,
-      tool: request.tool,
-      tenant: request.context.tenant,
+      ...callLogFields(request),
       attempt,
     });
   return when === 'before'
@@ -285,9 +277,7 @@ function classifyToolError(
 ): Error {
   if (error instanceof ToolDenied) {
     settings.logger().warn('tool denied at execution time', {
-      callId: request.callId,
-      tool: request.tool,
-      tenant: request.context.tenant,
+      ...callLogFields(request),
       reason: error.reason,
       detail: error.message,
     });
@@ -303,7 +293,7 @@ function classifyToolError(
     }
     return failure(ToolFailureType.denied, error.message, { effect: 'none', reason: error.reason, attempt });
   }
-  const where = { callId: request.callId, tool: request.tool, tenant: request.context.tenant, attempt };
+  const where = { ...callLogFields(request), attempt };
   if (error instanceof ToolError) {
     // An outcome the tool chose to report: one warn line, its message (what the model sees too).
     settings.logger().warn('tool failed', {
@@ -332,4 +322,9 @@ function classifyToolError(
         : String(error),
   });
   return failure(ToolFailureType.failed, 'The tool reported an internal error.', { attempt }, false, false);
+}
+
+/** What every log line about a call carries: its ID, tool and tenant (docs/operators.md "Worker logs"). */
+export function callLogFields(request: Pick<RunToolRequest, 'callId' | 'tool' | 'context'>) {
+  return { callId: request.callId, tool: request.tool, tenant: request.context.tenant };
 }

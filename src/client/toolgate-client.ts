@@ -666,22 +666,27 @@ export class ToolgateClient {
   async sendDecision(
     callId: string,
     payload: SignedDecision | unknown,
-    waitMs = 60_000,
+    waitMs = defaultDecisionWaitMs,
   ): Promise<DecisionOutcome> {
-    const handle = this.temporal.workflow.getHandle(callId);
-    const closed = async (): Promise<DecisionOutcome | undefined> => {
-      const description = await handle.describe();
-      if (description.status.name === 'RUNNING') return undefined;
-      const record = await this.result(callId);
-      return {
-        accepted: false,
-        state: 'closed',
-        reason: `the call is already closed (${record.status})`,
-        record,
-      };
+    return (await this.#closedOutcome(callId)) ?? this.#updateDecision(callId, payload, waitMs);
+  }
+
+  /** The answer for a call that has closed, or undefined while it runs (`status` when known). */
+  async #closedOutcome(callId: string, status?: string): Promise<DecisionOutcome | undefined> {
+    const current = status ?? (await this.temporal.workflow.getHandle(callId).describe()).status.name;
+    if (current === 'RUNNING') return undefined;
+    const record = await this.result(callId);
+    return {
+      accepted: false,
+      state: 'closed',
+      reason: `the call is already closed (${record.status})`,
+      record,
     };
-    const before = await closed();
-    if (before) return before;
+  }
+
+  /** Sends the decision as the `toolgateDecision` Update to a running call and reads the answer. */
+  async #updateDecision(callId: string, payload: unknown, waitMs: number): Promise<DecisionOutcome> {
+    const handle = this.temporal.workflow.getHandle(callId);
     let answer: DecisionAnswer;
     try {
       answer = await this.temporal.withDeadline(Date.now() + waitMs, () =>
@@ -696,7 +701,7 @@ export class ToolgateClient {
         // The validator's refusal: not a decision at all; nothing was written.
         return { accepted: false, state: 'refused', reason: message };
       }
-      const after = await closed().catch(() => undefined);
+      const after = await this.#closedOutcome(callId).catch(() => undefined);
       if (after) return after;
       if (error instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
         throw new NoWorkerAnsweredError(
@@ -788,9 +793,16 @@ export class ToolgateClient {
       fingerprint,
       ...(options.comment !== undefined ? { comment: options.comment } : {}),
     });
-    return this.sendDecision(callId, signer.sign(claims));
+    // The description above says whether the call still runs: no second look before sending.
+    return (
+      (await this.#closedOutcome(callId, description.status.name)) ??
+      this.#updateDecision(callId, signer.sign(claims), defaultDecisionWaitMs)
+    );
   }
 }
+
+/** How long approve(), reject() and sendDecision() wait for a worker to check a decision. */
+const defaultDecisionWaitMs = 60_000;
 
 function keyMismatchMessage(callId: string): string {
   return `${reasonCodes.KEY_MISMATCH.meaning} ${reasonCodes.KEY_MISMATCH.nextStep} (existing call: ${callId})`;

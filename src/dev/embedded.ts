@@ -104,7 +104,7 @@ export interface Embedded {
  * cluster instead and starts no server.
  */
 export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded> {
-  const telemetry = installRuntimeLogging(undefined, undefined, options.metrics);
+  const telemetry = installRuntimeLogging(options.metrics ? { metrics: options.metrics } : {});
   if (telemetry.metricsProblem) {
     (options.onProgress ?? ((line: string) => process.stderr.write(`${line}\n`)))(telemetry.metricsProblem);
   }

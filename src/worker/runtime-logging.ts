@@ -34,10 +34,13 @@ const secondsBuckets = {
  * per process.
  */
 export function installRuntimeLogging(
-  level?: LogLevel,
-  format?: LogFormat,
-  metrics?: MetricsEndpoint,
+  options: {
+    readonly level?: LogLevel;
+    readonly format?: LogFormat;
+    readonly metrics?: MetricsEndpoint;
+  } = {},
 ): { readonly metricsUrl?: string; readonly metricsProblem?: string } {
+  const { level, format, metrics } = options;
   if (installed) return {};
   installed = true;
   const requested = (level ?? process.env['TOOLGATE_LOG_LEVEL'] ?? 'WARN').toUpperCase();

@@ -1,11 +1,9 @@
-import { NativeConnection } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { approvalRequiredOf } from '../../src/contracts/check-arguments.ts';
 import { defineTool } from '../../src/contracts/define-tool.ts';
-import type { CatalogWorker } from '../support/catalog-worker.ts';
 import { conditionalCatalog, conditionalTransfer } from '../support/conditional-catalog.ts';
-import { agent, createHarness, type Harness } from '../support/harness.ts';
-import { startTransferVariantWorker } from '../support/transfer-variant-worker.ts';
+import { agent } from '../support/harness.ts';
+import { useTransferVariant } from '../support/transfer-variant-worker.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
@@ -13,23 +11,10 @@ import { waitFor } from '../support/wait.ts';
  * on. The condition is decided with the recorded validation, so the branch is in the history.
  */
 describe('conditional approval', () => {
-  let harness: Harness;
-  let connection: NativeConnection;
-  let conditional: CatalogWorker | undefined;
-
-  beforeAll(async () => {
-    harness = await createHarness({ startWorker: false });
-    connection = await NativeConnection.connect({ address: inject('temporalAddress') });
-    conditional = await startTransferVariantWorker(harness, connection, {
-      catalog: conditionalCatalog,
-      contract: conditionalTransfer,
-      workflows: 'conditional-approval',
-    });
-  }, 120_000);
-  afterAll(async () => {
-    await conditional?.stop();
-    await connection?.close();
-    await harness?.close();
+  const variant = useTransferVariant({
+    catalog: conditionalCatalog,
+    contract: conditionalTransfer,
+    workflows: 'conditional-approval',
   });
 
   /** A transfer with the key given, or none (`keyless`): the contract then derives one. */
@@ -39,12 +24,12 @@ describe('conditional approval', () => {
     ...(keyless ? {} : { key: `cond-${reference}` }),
   });
   const transfers = async (reference: string) =>
-    (await harness.readLines(harness.tools.paths.ledgerFile)).filter(
+    (await variant.harness.readLines(variant.harness.tools.paths.ledgerFile)).filter(
       (line) => line['reference'] === reference,
     );
 
   it('runs a call whose arguments need no human at once, once, and says so in the record', async () => {
-    const record = await conditional!.client.call(transfer('SMALL', 9_999), agent);
+    const record = await variant.client.call(transfer('SMALL', 9_999), agent);
     expect(record).toMatchObject({ status: 'succeeded', effect: 'applied', approvalNotNeeded: true });
     expect(record.approval).toBeUndefined();
     expect(record.transitions.map((transition) => transition.status)).toEqual([
@@ -56,15 +41,15 @@ describe('conditional approval', () => {
   });
 
   it('waits for a human when the arguments call for one', async () => {
-    const started = await conditional!.client.start(transfer('LARGE', 10_000), agent);
+    const started = await variant.client.start(transfer('LARGE', 10_000), agent);
     await waitFor(async () =>
-      (await harness.client.get(started.callId))?.status === 'awaiting_approval' ? true : undefined,
+      (await variant.harness.client.get(started.callId))?.status === 'awaiting_approval' ? true : undefined,
     );
     expect(await transfers('LARGE')).toHaveLength(0);
-    expect(await harness.client.approve(started.callId, { approver: 'alice' })).toMatchObject({
+    expect(await variant.harness.client.approve(started.callId, { approver: 'alice' })).toMatchObject({
       state: 'accepted',
     });
-    const record = await conditional!.client.result(started.callId);
+    const record = await variant.client.result(started.callId);
     expect(record).toMatchObject({ status: 'succeeded', approval: { decidedBy: 'alice' } });
     expect(record.approvalNotNeeded).toBeUndefined();
     expect(await transfers('LARGE')).toHaveLength(1);
@@ -72,8 +57,8 @@ describe('conditional approval', () => {
 
   it('keeps the tier’s key rule for a call that needs no human: a repeat is the same call, run once', async () => {
     // No key given: the contract derives one from the reference, as for any transfer.
-    const first = await conditional!.client.call(transfer('REPEAT', 500, true), agent);
-    const again = await conditional!.client.call(transfer('REPEAT', 500, true), agent);
+    const first = await variant.client.call(transfer('REPEAT', 500, true), agent);
+    const again = await variant.client.call(transfer('REPEAT', 500, true), agent);
     expect(first).toMatchObject({ status: 'succeeded', approvalNotNeeded: true, key: 'transfer-REPEAT' });
     expect(again.callId).toBe(first.callId);
     expect(await transfers('REPEAT')).toHaveLength(1);
@@ -93,7 +78,7 @@ describe('conditional approval', () => {
     expect(approvalRequiredOf(throwing, input)).toBe(true);
     expect(approvalRequiredOf(conditionalTransfer, input)).toBe(false);
     expect(approvalRequiredOf(conditionalTransfer, { ...input, amountCents: 10_000 })).toBe(true);
-    expect(approvalRequiredOf(harness.tools.tools[0]!.contract, input)).toBeUndefined();
+    expect(approvalRequiredOf(variant.harness.tools.tools[0]!.contract, input)).toBeUndefined();
     expect(() =>
       defineTool({
         ...conditionalTransfer,

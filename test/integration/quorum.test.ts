@@ -1,36 +1,21 @@
-import { NativeConnection } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { defineTool } from '../../src/contracts/define-tool.ts';
-import type { CatalogWorker } from '../support/catalog-worker.ts';
 import { createCliRunner } from '../support/cli-runner.ts';
-import { agent, createHarness, type Harness } from '../support/harness.ts';
+import { agent } from '../support/harness.ts';
 import { quorumCatalog, quorumTransfer } from '../support/quorum-catalog.ts';
-import { startTransferVariantWorker } from '../support/transfer-variant-worker.ts';
+import { useTransferVariant } from '../support/transfer-variant-worker.ts';
 import { waitFor } from '../support/wait.ts';
 
 /** A quorum (docs/design.md "Approval"): two distinct approvers, each counted once; one rejection ends it. */
 describe('approval by a quorum of two', () => {
-  let harness: Harness;
-  let connection: NativeConnection;
-  let quorum: CatalogWorker | undefined;
-
-  beforeAll(async () => {
-    harness = await createHarness({ startWorker: false });
-    connection = await NativeConnection.connect({ address: inject('temporalAddress') });
-    quorum = await startTransferVariantWorker(harness, connection, {
-      catalog: quorumCatalog,
-      contract: quorumTransfer,
-      workflows: 'quorum',
-    });
-  }, 120_000);
-  afterAll(async () => {
-    await quorum?.stop();
-    await connection?.close();
-    await harness?.close();
+  const variant = useTransferVariant({
+    catalog: quorumCatalog,
+    contract: quorumTransfer,
+    workflows: 'quorum',
   });
 
   const start = async (reference: string) => {
-    const started = await quorum!.client.start(
+    const started = await variant.client.start(
       {
         tool: 'transfer_funds',
         input: {
@@ -46,35 +31,35 @@ describe('approval by a quorum of two', () => {
       agent,
     );
     await waitFor(async () =>
-      (await harness.client.get(started.callId))?.status === 'awaiting_approval' ? true : undefined,
+      (await variant.harness.client.get(started.callId))?.status === 'awaiting_approval' ? true : undefined,
     );
     return started;
   };
   const transfers = async (reference: string) =>
-    (await harness.readLines(harness.tools.paths.ledgerFile)).filter(
+    (await variant.harness.readLines(variant.harness.tools.paths.ledgerFile)).filter(
       (line) => line['reference'] === reference,
     );
 
   it('runs once two distinct approvers have approved; the same person twice, under any spelling, counts once', async () => {
     const started = await start('Q1');
-    expect(await harness.client.approve(started.callId, { approver: 'alice' })).toMatchObject({
+    expect(await variant.harness.client.approve(started.callId, { approver: 'alice' })).toMatchObject({
       state: 'accepted',
       reason: 'counted: 1 of 2 approvals',
     });
-    const twice = await harness.client.approve(started.callId, { approver: 'ALICE' });
+    const twice = await variant.harness.client.approve(started.callId, { approver: 'ALICE' });
     expect(twice).toMatchObject({ accepted: false, state: 'refused' });
     expect(twice.reason).toBe(
       "ALICE's approval already counts toward the quorum; another approver must decide",
     );
-    expect((await harness.client.get(started.callId))?.status).toBe('awaiting_approval');
+    expect((await variant.harness.client.get(started.callId))?.status).toBe('awaiting_approval');
     expect(await transfers('Q1')).toHaveLength(0);
     expect(
-      await harness.client.approve(started.callId, { approver: 'bob', roles: ['finance'] }),
+      await variant.harness.client.approve(started.callId, { approver: 'bob', roles: ['finance'] }),
     ).toMatchObject({
       state: 'accepted',
       reason: 'counted: 2 of 2 approvals',
     });
-    const record = await harness.client.result(started.callId);
+    const record = await variant.harness.client.result(started.callId);
     expect(record).toMatchObject({
       status: 'succeeded',
       effect: 'applied',
@@ -87,17 +72,17 @@ describe('approval by a quorum of two', () => {
 
   it('ends at one rejection, even after an approval', async () => {
     const started = await start('Q2');
-    expect(await harness.client.approve(started.callId, { approver: 'alice' })).toMatchObject({
+    expect(await variant.harness.client.approve(started.callId, { approver: 'alice' })).toMatchObject({
       state: 'accepted',
     });
     expect(
-      await harness.client.reject(started.callId, {
+      await variant.harness.client.reject(started.callId, {
         approver: 'bob',
         roles: ['finance'],
         comment: 'not this one',
       }),
     ).toMatchObject({ state: 'accepted' });
-    const record = await harness.client.result(started.callId);
+    const record = await variant.harness.client.result(started.callId);
     expect(record).toMatchObject({ status: 'denied', reason: 'APPROVAL_REJECTED', effect: 'none' });
     expect(record.approval?.approvals?.map((entry) => entry.approver)).toEqual(['alice']);
     expect(await transfers('Q2')).toHaveLength(0);
@@ -115,8 +100,8 @@ describe('approval by a quorum of two', () => {
     const started = await start('Q3');
     const run = createCliRunner({
       TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TOOLGATE_TASK_QUEUE: harness.taskQueue,
-      TOOLGATE_DATA_DIR: harness.dataDir,
+      TOOLGATE_TASK_QUEUE: variant.harness.taskQueue,
+      TOOLGATE_DATA_DIR: variant.harness.dataDir,
     });
     const first = await run('approve', started.callId, '--as', 'alice');
     expect(first.code).toBe(0);
@@ -127,6 +112,6 @@ describe('approval by a quorum of two', () => {
     });
     const second = await run('approve', started.callId, '--as', 'bob', '--role', 'finance');
     expect(second.json).toMatchObject({ accepted: true, reason: 'counted: 2 of 2 approvals' });
-    expect((await harness.client.result(started.callId)).status).toBe('succeeded');
+    expect((await variant.harness.client.result(started.callId)).status).toBe('succeeded');
   });
 });

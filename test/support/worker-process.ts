@@ -37,11 +37,10 @@ export interface WorkerProcessConfig {
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '{}') as WorkerProcessConfig;
-  const telemetry = installRuntimeLogging(
-    config.logLevel,
-    undefined,
-    config.metricsPort ? { host: '127.0.0.1', port: config.metricsPort } : undefined,
-  );
+  const telemetry = installRuntimeLogging({
+    ...(config.logLevel ? { level: config.logLevel } : {}),
+    ...(config.metricsPort ? { metrics: { host: '127.0.0.1', port: config.metricsPort } } : {}),
+  });
   if (telemetry.metricsProblem) throw new Error(telemetry.metricsProblem);
   const tools = createExampleTools(config.dataDir, config.http ? { http: config.http } : {});
   const stall = config.stallAfterMs ?? {};

@@ -50,30 +50,11 @@ describe('identities', () => {
       tool: 'transfer_funds',
       approval: { approvers: ['Alice', 'role:Finance'] },
     };
-    expect(
-      approverRefusal({
-        approver: 'alice',
-        roles: [],
-        requester: 'agent-7',
-        approvers: call.approval.approvers,
-      }),
-    ).toBeUndefined();
-    expect(
-      approverRefusal({
-        approver: 'bob',
-        roles: ['finance'],
-        requester: 'agent-7',
-        approvers: call.approval.approvers,
-      }),
-    ).toBeUndefined();
-    expect(
-      approverRefusal({
-        approver: 'bob',
-        roles: ['ops'],
-        requester: 'agent-7',
-        approvers: call.approval.approvers,
-      }),
-    ).toBe('bob is not an approver for this tool');
+    const refusal = (approver: string, roles: string[]) =>
+      approverRefusal({ approver, roles, requester: 'agent-7', approvers: call.approval.approvers });
+    expect(refusal('alice', [])).toBeUndefined();
+    expect(refusal('bob', ['finance'])).toBeUndefined();
+    expect(refusal('bob', ['ops'])).toBe('bob is not an approver for this tool');
     const record = call as unknown as CallRecord;
     expect(mayDecide({ name: 'ALICE', roles: [] } as never, record)).toBeUndefined();
     expect(
