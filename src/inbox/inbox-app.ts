@@ -501,20 +501,30 @@ export async function startInbox(
 ): Promise<RunningInbox> {
   const app = createInboxApp(options);
   const host = options.host ?? '127.0.0.1';
+  // Requests still being answered (a list, a decision): closing waits for them, so nothing of the
+  // inbox is left talking to Temporal once `close()` returns and the caller closes its connection.
+  const inFlight = new Set<Promise<unknown>>();
+  const fetch = (...args: Parameters<typeof app.fetch>) => {
+    const answer = Promise.resolve(app.fetch(...args));
+    inFlight.add(answer);
+    const done = () => inFlight.delete(answer);
+    answer.then(done, done);
+    return answer;
+  };
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const started = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8787 }, () =>
-      resolve(started),
-    );
+    const started = serve({ fetch, hostname: host, port: options.port ?? 8787 }, () => resolve(started));
     started.once('error', reject);
   });
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     url: `http://${shownHost}:${address.port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-      }),
+      });
+      await Promise.allSettled([...inFlight]);
+    },
   };
 }
